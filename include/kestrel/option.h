@@ -1,0 +1,32 @@
+// Kestrel: run-time choices for a Net and its Extractors.
+#pragma once
+#include "kestrel/mat.h"
+
+namespace kestrel {
+
+// How an Extractor obtains memory for feature maps.
+enum class MemoryStrategy {
+  kNone,  // each feature map from the system allocator, returned when freed
+  kPool,  // freed maps go to the Extractor's pool; a request takes the smallest free
+          // block that fits, else allocates (Bi et al. 2019)
+  kPlan,  // one arena laid out at Net load from blob lifetimes (greedy by size)
+};
+
+// Which kernels a Net prepares at load: the fastest for this CPU, or the portable
+// reference code (the oracle, always built).
+enum class KernelSet { kFast, kReference };
+
+struct Option {
+  // Worker threads per Extractor; 0 means all CPUs OpenMP sees.
+  int num_threads = 0;
+  // Free a feature map as soon as its last consumer has run (kNone and kPool; kPlan
+  // always reuses by lifetime).
+  bool light_mode = true;
+  MemoryStrategy memory = MemoryStrategy::kPool;
+  KernelSet kernels = KernelSet::kFast;
+  // Where feature-map memory comes from (the "system" allocator under the strategy).
+  // Not owned; must outlive every Extractor using it; nullptr: default_allocator().
+  Allocator* allocator = nullptr;
+};
+
+}  // namespace kestrel

@@ -1,0 +1,356 @@
+#include <omp.h>
+
+#include <algorithm>
+
+#include "core/extractor_impl.h"
+#include "core/guard.h"
+
+namespace kestrel {
+
+namespace {
+
+std::string shape_string(const Shape& s) {
+  // Outermost first, as the model format and the converters write shapes.
+  const int v[4] = {s.c * s.elempack, s.d, s.h, s.w};
+  std::string r = "[";
+  for (int i = 4 - s.dims; i < 4; ++i) r += std::to_string(v[i]) + (i + 1 < 4 ? "," : "");
+  return r + "]";
+}
+
+}  // namespace
+
+ExtractorImpl::ExtractorImpl(std::shared_ptr<const NetImpl> net, const Option& opt)
+    : net_(std::move(net)), opt_(opt) {
+  memory_ = new ExtractorMemory(opt_.allocator ? opt_.allocator : default_allocator(),
+                                opt_.memory == MemoryStrategy::kPool);
+  if (!net_) return;
+  const size_t nblobs = net_->blob_names.size();
+  size_t max_arity = 1;
+  for (const NetLayer& L : net_->layers) max_arity = std::max({max_arity, L.bottoms.size(), L.tops.size()});
+  blobs_.resize(nblobs);
+  charge_.assign(nblobs, 0);
+  last_block_.assign(nblobs, nullptr);
+  needed_.assign(net_->layers.size(), 0);
+  remaining_.assign(nblobs, 0);
+  stack_.reserve(nblobs * 4 + 8);
+  targets_.reserve(net_->outputs.size() + 1);
+  bottoms_.reserve(max_arity);
+  tops_.reserve(max_arity);
+}
+
+ExtractorImpl::~ExtractorImpl() {
+  blobs_.clear();
+  bottoms_.clear();
+  tops_.clear();
+  arena_.release();
+  workspace_.release();
+  memory_->orphan();
+}
+
+Status ExtractorImpl::check_loaded() const {
+  if (!net_) return Status(ErrorCode::kInvalidArgument, "the Net has no model loaded");
+  return Status::Ok();
+}
+
+void ExtractorImpl::set_memory_strategy(MemoryStrategy s) {
+  drop_computed();
+  arena_.release();
+  opt_.memory = s;
+  memory_->set_pooling(s == MemoryStrategy::kPool);
+  std::fill(last_block_.begin(), last_block_.end(), nullptr);
+}
+
+void ExtractorImpl::drop_blob(int b) {
+  in_use_ -= charge_[b];
+  charge_[b] = 0;
+  blobs_[b].release();
+}
+
+void ExtractorImpl::drop_computed() {
+  for (size_t b = 0; b < blobs_.size(); ++b) {
+    if (!net_->is_input[b]) drop_blob(static_cast<int>(b));
+  }
+}
+
+Status ExtractorImpl::input(const std::string& name, const Mat& in) {
+  Status s = check_loaded();
+  if (!s.ok()) return s;
+  const int b = net_->find_blob(name);
+  if (b < 0 || !net_->is_input[b]) {
+    std::string names;
+    for (int i : net_->inputs) names += (names.empty() ? "'" : ", '") + net_->blob_names[i] + "'";
+    return Status(ErrorCode::kInvalidArgument, "'" + name + "' is not an input of this net (inputs: " + names + ")");
+  }
+  const Shape expected = net_->blob_shapes[b];
+  if (in.data == nullptr || in.shape() != expected) {
+    return Status(ErrorCode::kInvalidArgument, "input '" + name + "': expected shape " + shape_string(expected) +
+                                                   ", got " + (in.data ? shape_string(in.shape()) : "an empty Mat"));
+  }
+  drop_computed();
+  blobs_[b] = in;
+  return Status::Ok();
+}
+
+Status ExtractorImpl::mark_needed(const std::vector<int>& targets) {
+  std::fill(needed_.begin(), needed_.end(), 0);
+  std::fill(remaining_.begin(), remaining_.end(), 0);
+  stack_.clear();
+  for (int t : targets) {
+    if (blobs_[t].data == nullptr) stack_.push_back(t);
+  }
+  while (!stack_.empty()) {
+    const int b = stack_.back();
+    stack_.pop_back();
+    const int p = net_->producer[b];
+    if (p < 0) {
+      return Status(ErrorCode::kInvalidArgument, "input '" + net_->blob_names[b] + "' is not set");
+    }
+    if (needed_[p]) continue;
+    needed_[p] = 1;
+    for (int bottom : net_->layers[p].bottoms) {
+      ++remaining_[bottom];
+      if (blobs_[bottom].data == nullptr) stack_.push_back(bottom);
+    }
+  }
+  return Status::Ok();
+}
+
+bool ExtractorImpl::is_target(int b, const std::vector<int>& targets) const {
+  return std::find(targets.begin(), targets.end(), b) != targets.end();
+}
+
+bool ExtractorImpl::runs_inplace(const NetLayer& L, const std::vector<int>& targets) const {
+  if (!L.inplace) return false;
+  // The plan gave the in-place pair one region; the pool and plain allocation may only
+  // overwrite a map that nobody else (the user included) still holds.
+  if (opt_.memory == MemoryStrategy::kPlan) return true;
+  const int b = L.bottoms[0];
+  return opt_.light_mode && blobs_[b].refcount_value() == 1 && remaining_[b] == 1 && !is_target(b, targets);
+}
+
+Status ExtractorImpl::allocate_blob(int b, Mat* m) {
+  const Shape& shape = net_->blob_shapes[b];
+  if (opt_.memory == MemoryStrategy::kPlan) {
+    float* p = arena_.data + net_->plan_offset[b] / sizeof(float);
+    *m = Mat::view_of_shared(shape, p, arena_.base, arena_.refcount, arena_.allocator);
+    return Status::Ok();
+  }
+  memory_->set_hint(last_block_[b]);
+  if (!m->create(shape, memory_)) {
+    return Status(ErrorCode::kOutOfMemory, "cannot allocate " + std::to_string(shape.bytes()) +
+                                               " bytes for blob '" + net_->blob_names[b] + "'");
+  }
+  last_block_[b] = m->base;
+  return Status::Ok();
+}
+
+Status ExtractorImpl::ensure_scratch() {
+  if (net_->max_workspace_bytes > 0 && workspace_.data == nullptr &&
+      !workspace_.create(Shape::make1(static_cast<int>(net_->max_workspace_bytes / sizeof(float) + 1)), memory_)) {
+    return Status(ErrorCode::kOutOfMemory,
+                  "cannot allocate " + std::to_string(net_->max_workspace_bytes) + " bytes of layer workspace");
+  }
+  if (opt_.memory != MemoryStrategy::kPlan) return Status::Ok();
+  // A user still holding an output of an earlier inference keeps that arena alive;
+  // this inference then gets a fresh one rather than overwriting the user's data.
+  if (arena_.data != nullptr && arena_.refcount_value() == 1) return Status::Ok();
+  arena_.release();
+  const size_t floats = net_->plan_arena_bytes / sizeof(float) + 1;
+  if (!arena_.create(Shape::make1(static_cast<int>(floats)), memory_)) {
+    return Status(ErrorCode::kOutOfMemory,
+                  "cannot allocate the planned arena of " + std::to_string(net_->plan_arena_bytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num_threads) {
+  const NetLayer& L = net_->layers[li];
+  const bool inplace = runs_inplace(L, targets);
+  bottoms_.clear();
+  tops_.clear();
+  for (int b : L.bottoms) bottoms_.push_back(blobs_[b]);
+  for (size_t i = 0; i < L.tops.size(); ++i) {
+    Mat m;
+    if (i == 0 && inplace) {
+      m = blobs_[L.bottoms[0]];
+    } else {
+      Status s = allocate_blob(L.tops[i], &m);
+      if (!s.ok()) {
+        bottoms_.clear();
+        tops_.clear();
+        return s.with_context("layer '" + L.name + "'");
+      }
+    }
+    tops_.push_back(std::move(m));
+  }
+  ForwardContext ctx;
+  ctx.num_threads = num_threads;
+  ctx.workspace = workspace_.data;
+  Status s = L.impl->forward(bottoms_, tops_, ctx);
+  bottoms_.clear();
+  if (!s.ok()) {
+    tops_.clear();
+    return s.with_context("layer '" + L.name + "' (" + L.type + ")");
+  }
+  for (size_t i = 0; i < L.tops.size(); ++i) {
+    const int t = L.tops[i];
+    drop_blob(t);
+    if (i == 0 && inplace) {
+      // The output takes over the input's memory and its accounting.
+      const int b = L.bottoms[0];
+      charge_[t] = charge_[b];
+      charge_[b] = 0;
+      blobs_[b].release();
+    } else {
+      charge_[t] = net_->blob_shapes[t].bytes();
+      in_use_ += charge_[t];
+    }
+    blobs_[t] = std::move(tops_[i]);
+  }
+  tops_.clear();
+  peak_in_use_ = std::max(peak_in_use_, in_use_);
+  if (light()) {
+    for (int b : L.bottoms) {
+      if (--remaining_[b] == 0 && !net_->is_input[b] && !is_target(b, targets)) drop_blob(b);
+    }
+    for (int t : L.tops) {
+      if (remaining_[t] == 0 && !is_target(t, targets)) drop_blob(t);
+    }
+  }
+  if (observer_) {
+    LayerEvent ev;
+    ev.layer_index = li;
+    ev.layer_name = L.name.c_str();
+    ev.layer_type = L.type.c_str();
+    ev.in_use_bytes = in_use_;
+    ev.held_bytes = memory_->counters().held;
+    observer_(ev);
+  }
+  return Status::Ok();
+}
+
+Status ExtractorImpl::run(const std::vector<int>& targets) {
+  Status s = mark_needed(targets);
+  if (!s.ok()) return s;
+  if (!(s = ensure_scratch()).ok()) return s;
+  const int threads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  for (int li : net_->order) {
+    if (!needed_[li]) continue;
+    s = run_layer(li, targets, threads);
+    if (!s.ok()) {
+      // Leave a clean state: the next extract recomputes from the inputs.
+      drop_computed();
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Status ExtractorImpl::extract(const std::string& name, Mat& out) {
+  out.release();
+  Status s = check_loaded();
+  if (!s.ok()) return s;
+  const int b = net_->find_blob(name);
+  if (b < 0) {
+    std::string names;
+    for (int i : net_->outputs) names += (names.empty() ? "'" : ", '") + net_->blob_names[i] + "'";
+    return Status(ErrorCode::kInvalidArgument, "no blob named '" + name + "' (outputs: " + names + ")");
+  }
+  if (opt_.memory != MemoryStrategy::kPlan) {
+    if (blobs_[b].data == nullptr) {
+      targets_.assign(1, b);
+      if (!(s = run(targets_)).ok()) return s;
+    }
+    out = blobs_[b];
+    return Status::Ok();
+  }
+  // Plan: regions are shared by blobs with disjoint lifetimes over the full execution
+  // order, so each run starts from the inputs. Declared outputs live to the end and
+  // are computed together; any other blob is handed out as a copy.
+  if (blobs_[b].data != nullptr && net_->is_output[b]) {
+    out = blobs_[b];
+    return Status::Ok();
+  }
+  drop_computed();
+  if (net_->is_output[b]) {
+    targets_.assign(net_->outputs.begin(), net_->outputs.end());
+  } else {
+    targets_.assign(1, b);
+  }
+  if (!(s = run(targets_)).ok()) return s;
+  if (net_->is_output[b]) {
+    out = blobs_[b];
+    return Status::Ok();
+  }
+  out = blobs_[b].clone(memory_);
+  drop_computed();
+  if (out.data == nullptr) {
+    return Status(ErrorCode::kOutOfMemory, "cannot allocate a copy of blob '" + name + "'");
+  }
+  return Status::Ok();
+}
+
+MemoryStats ExtractorImpl::memory_stats() const {
+  MemoryStats st;
+  const ExtractorMemory::Counters c = memory_->counters();
+  st.in_use_bytes = in_use_;
+  st.peak_in_use_bytes = peak_in_use_;
+  st.held_bytes = c.held;
+  st.peak_held_bytes = c.peak_held;
+  st.system_allocations = c.allocations;
+  st.pool_hits = c.hits;
+  if (net_) {
+    st.planned_bytes = net_->plan_arena_bytes;
+    st.lower_bound_bytes = net_->plan_lower_bound_bytes;
+  }
+  return st;
+}
+
+void ExtractorImpl::reset_memory_stats() {
+  memory_->reset_counters();
+  peak_in_use_ = in_use_;
+}
+
+// ---- public wrappers: no exception crosses the API --------------------------------
+
+Extractor::Extractor(std::unique_ptr<ExtractorImpl> impl) : impl_(std::move(impl)) {}
+Extractor::~Extractor() = default;
+Extractor::Extractor(Extractor&&) noexcept = default;
+Extractor& Extractor::operator=(Extractor&&) noexcept = default;
+
+// impl_ is null only when create_extractor() itself ran out of memory.
+static Status no_session() {
+  return Status(ErrorCode::kOutOfMemory, "the Extractor could not be created (out of memory)");
+}
+
+void Extractor::set_light_mode(bool on) {
+  if (impl_) impl_->set_light_mode(on);
+}
+void Extractor::set_num_threads(int n) {
+  if (impl_) impl_->set_num_threads(n);
+}
+void Extractor::set_memory_strategy(MemoryStrategy s) {
+  if (impl_) impl_->set_memory_strategy(s);
+}
+
+Status Extractor::input(const std::string& name, const Mat& in) {
+  if (!impl_) return no_session();
+  return guarded("Extractor::input", [&] { return impl_->input(name, in); });
+}
+
+Status Extractor::extract(const std::string& name, Mat& out) {
+  out.release();
+  if (!impl_) return no_session();
+  return guarded("Extractor::extract", [&] { return impl_->extract(name, out); });
+}
+
+void Extractor::set_observer(std::function<void(const LayerEvent&)> observer) {
+  if (impl_) impl_->set_observer(std::move(observer));
+}
+
+MemoryStats Extractor::memory_stats() const { return impl_ ? impl_->memory_stats() : MemoryStats{}; }
+void Extractor::reset_memory_stats() {
+  if (impl_) impl_->reset_memory_stats();
+}
+
+}  // namespace kestrel

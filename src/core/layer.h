@@ -1,0 +1,76 @@
+// The seam every layer implementation plugs into: load / prepare / forward.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kestrel/mat.h"
+#include "kestrel/option.h"
+#include "kestrel/status.h"
+#include "kestrel_generated.h"
+
+namespace kestrel {
+
+// A weight tensor as stored in the model: a view, never a copy.
+struct WeightView {
+  const float* data = nullptr;
+  std::vector<int> shape;  // outermost first, as written by the converter
+  size_t count = 0;        // number of floats
+};
+
+struct LoadContext {
+  const fb::Layer* layer = nullptr;  // typed parameters: layer->params_as_XxxParam()
+  std::vector<WeightView> weights;   // in the order the layer type documents
+  KernelSet kernels = KernelSet::kFast;
+};
+
+struct PrepareContext {
+  KernelSet kernels = KernelSet::kFast;
+};
+
+struct ForwardContext {
+  int num_threads = 1;
+  // Scratch of at least Layer::workspace_bytes, kAlignment-aligned; shared by all
+  // layers of an Extractor, so contents do not survive between layers.
+  void* workspace = nullptr;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Reads typed parameters and weight views; checks parameter values (positive
+  // divisors, weight counts against parameters, overflow). Errors say what is wrong;
+  // the caller adds the layer's name.
+  virtual Status load(const LoadContext& ctx) = 0;
+
+  // Given the input shapes, sets the output shapes (outputs has one entry per top),
+  // chooses the algorithm, packs weights and sets workspace_bytes. Called once at Net
+  // load; the layer is read-only afterwards.
+  virtual Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs,
+                         const PrepareContext& ctx) = 0;
+
+  // Computes outputs from inputs. Outputs arrive allocated with the prepared shapes
+  // (a layer with a data-dependent size, like DetectionOutput, may lower h/w to what it
+  // produced). Must not allocate, must not depend on the thread count for its result,
+  // and must work when outputs[0] shares memory with inputs[0] if supports_inplace().
+  virtual Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
+                         const ForwardContext& ctx) const = 0;
+
+  // True if forward() may write outputs[0] over inputs[0] (same shape, elementwise).
+  virtual bool supports_inplace() const { return false; }
+
+  // Bytes of weights this layer keeps beyond the model's own (packed copies).
+  virtual size_t packed_weight_bytes() const { return 0; }
+
+  size_t workspace_bytes = 0;
+};
+
+using LayerCreator = std::unique_ptr<Layer> (*)();
+
+// Looks up a layer type by its registry name; nullptr if unknown.
+LayerCreator find_layer_creator(const std::string& type);
+// All registered type names (for error messages and tests).
+std::vector<std::string> registered_layer_types();
+
+}  // namespace kestrel

@@ -1,0 +1,234 @@
+#include "kestrel/mat.h"
+
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "core/checked_math.h"
+
+namespace kestrel {
+
+namespace {
+
+class DefaultAllocator final : public Allocator {
+ public:
+  void* allocate(size_t size) override {
+    return ::operator new(size, std::align_val_t(kAlignment), std::nothrow);
+  }
+  void deallocate(void* ptr) override { ::operator delete(ptr, std::align_val_t(kAlignment)); }
+};
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+Allocator* default_allocator() {
+  static DefaultAllocator instance;
+  return &instance;
+}
+
+size_t Shape::cstep() const {
+  size_t plane = 0;
+  if (!checked_mul({size_t(w), size_t(h), size_t(d), size_t(elempack)}, &plane)) return 0;
+  // Channels start on kAlignment so that kernels can use aligned vector loads per channel.
+  if (dims >= 3) return align_up(plane * sizeof(float), kAlignment) / sizeof(float);
+  return plane;
+}
+
+size_t Shape::bytes() const {
+  if (dims < 1 || dims > 4 || w < 0 || h < 0 || d < 0 || c < 0 || elempack < 1) return 0;
+  size_t plane = 0, b = 0;
+  if (!checked_mul({size_t(w), size_t(h), size_t(d), size_t(elempack), sizeof(float)}, &plane)) return 0;
+  if (plane > std::numeric_limits<size_t>::max() - kAlignment) return 0;
+  if (!checked_mul({cstep(), size_t(c), sizeof(float)}, &b)) return 0;
+  return b;
+}
+
+bool Shape::valid() const {
+  const bool any_zero = w == 0 || h == 0 || d == 0 || c == 0;
+  return dims >= 1 && dims <= 4 && w >= 0 && h >= 0 && d >= 0 && c >= 0 && elempack >= 1 &&
+         (bytes() > 0 || any_zero);
+}
+
+size_t Shape::total() const {
+  return size_t(w) * size_t(h) * size_t(d) * size_t(c) * size_t(elempack);
+}
+
+bool Shape::operator==(const Shape& o) const {
+  return dims == o.dims && w == o.w && h == o.h && d == o.d && c == o.c && elempack == o.elempack;
+}
+
+Mat Mat::external(const Shape& shape, float* data, size_t cstep) {
+  Mat m;
+  m.data = data;
+  m.dims = shape.dims;
+  m.w = shape.w;
+  m.h = shape.h;
+  m.d = shape.d;
+  m.c = shape.c;
+  m.elempack = shape.elempack;
+  m.cstep = cstep ? cstep : shape.cstep();
+  return m;
+}
+
+Mat Mat::view_of_shared(const Shape& shape, float* data, void* base, std::atomic<int>* refcount,
+                        Allocator* a) {
+  Mat m = external(shape, data);
+  m.base = base;
+  m.refcount = refcount;
+  m.allocator = a;
+  if (refcount) refcount->fetch_add(1, std::memory_order_relaxed);
+  return m;
+}
+
+Mat::Mat(const Mat& m)
+    : data(m.data), base(m.base), refcount(m.refcount), allocator(m.allocator), dims(m.dims),
+      w(m.w), h(m.h), d(m.d), c(m.c), elempack(m.elempack), cstep(m.cstep) {
+  if (refcount) refcount->fetch_add(1, std::memory_order_relaxed);
+}
+
+Mat::Mat(Mat&& m) noexcept
+    : data(m.data), base(m.base), refcount(m.refcount), allocator(m.allocator), dims(m.dims),
+      w(m.w), h(m.h), d(m.d), c(m.c), elempack(m.elempack), cstep(m.cstep) {
+  m.data = nullptr;
+  m.base = nullptr;
+  m.refcount = nullptr;
+  m.dims = 0;
+}
+
+Mat& Mat::operator=(const Mat& m) {
+  if (this == &m) return *this;
+  if (m.refcount) m.refcount->fetch_add(1, std::memory_order_relaxed);
+  release();
+  data = m.data;
+  base = m.base;
+  refcount = m.refcount;
+  allocator = m.allocator;
+  dims = m.dims;
+  w = m.w;
+  h = m.h;
+  d = m.d;
+  c = m.c;
+  elempack = m.elempack;
+  cstep = m.cstep;
+  return *this;
+}
+
+Mat& Mat::operator=(Mat&& m) noexcept {
+  if (this == &m) return *this;
+  release();
+  data = m.data;
+  base = m.base;
+  refcount = m.refcount;
+  allocator = m.allocator;
+  dims = m.dims;
+  w = m.w;
+  h = m.h;
+  d = m.d;
+  c = m.c;
+  elempack = m.elempack;
+  cstep = m.cstep;
+  m.data = nullptr;
+  m.base = nullptr;
+  m.refcount = nullptr;
+  m.dims = 0;
+  return *this;
+}
+
+bool Mat::create(const Shape& shape, Allocator* a) {
+  release();
+  if (!shape.valid()) return false;
+  const size_t bytes = shape.bytes();
+  if (!a) a = default_allocator();
+  // The reference count lives after the data, inside the over-read zone that kernels
+  // may read but never write; one allocation per Mat.
+  const size_t payload = align_up(bytes, kAlignment);
+  void* p = a->allocate(payload + kOverreadBytes);
+  if (!p) return false;
+  refcount = new (static_cast<char*>(p) + payload) std::atomic<int>(1);
+  base = p;
+  data = static_cast<float*>(p);
+  allocator = a;
+  dims = shape.dims;
+  w = shape.w;
+  h = shape.h;
+  d = shape.d;
+  c = shape.c;
+  elempack = shape.elempack;
+  cstep = shape.cstep();
+  return true;
+}
+
+void Mat::release() {
+  if (refcount && refcount->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    allocator->deallocate(base);
+  }
+  data = nullptr;
+  base = nullptr;
+  refcount = nullptr;
+  allocator = nullptr;
+  dims = 0;
+  w = h = d = c = 0;
+  elempack = 1;
+  cstep = 0;
+}
+
+Mat Mat::clone(Allocator* a) const {
+  Mat m;
+  if (data == nullptr) return m;
+  if (!m.create(shape(), a)) return m;
+  if (cstep == m.cstep) {
+    std::memcpy(m.data, data, total() * sizeof(float));
+  } else {
+    const size_t plane = size_t(w) * h * d * elempack;
+    for (int q = 0; q < c; ++q) std::memcpy(m.channel(q), channel(q), plane * sizeof(float));
+  }
+  return m;
+}
+
+void Mat::fill(float v) {
+  const size_t plane = size_t(w) * h * d * elempack;
+  for (int q = 0; q < c; ++q) {
+    float* p = channel(q);
+    for (size_t i = 0; i < plane; ++i) p[i] = v;
+  }
+}
+
+Mat Mat::reshape(const Shape& s) const {
+  Mat m;
+  if (data == nullptr || s.total() != shape().total() || s.elempack != 1 || elempack != 1) return m;
+  const size_t plane = size_t(w) * h * d;
+  const bool dense = dims <= 2 || c == 1 || cstep == plane;
+  const bool dense_target = s.dims <= 2 || s.c == 1 || s.cstep() == size_t(s.w) * s.h * s.d;
+  if (!dense || !dense_target) return m;
+  m = *this;
+  m.dims = s.dims;
+  m.w = s.w;
+  m.h = s.h;
+  m.d = s.d;
+  m.c = s.c;
+  m.cstep = s.dims <= 2 ? s.cstep() : size_t(s.w) * s.h * s.d;
+  return m;
+}
+
+Mat convert_packing(const Mat& src, int elempack, Allocator* a) {
+  Mat dst;
+  const bool valid_pack = elempack == 1 || elempack == 4 || elempack == 8 || elempack == 16;
+  if (src.data == nullptr || !valid_pack || src.dims < 3) return dst;
+  const int channels = src.channels();
+  if (channels % elempack != 0) return dst;
+  Shape s = src.shape();
+  s.c = channels / elempack;
+  s.elempack = elempack;
+  if (!dst.create(s, a)) return dst;
+  const size_t plane = size_t(src.w) * src.h * src.d;
+  // Real channel k lives in block k / pack at lane k % pack.
+  for (int k = 0; k < channels; ++k) {
+    const float* sp = src.channel(k / src.elempack) + k % src.elempack;
+    float* dp = dst.channel(k / elempack) + k % elempack;
+    for (size_t i = 0; i < plane; ++i) dp[i * elempack] = sp[i * src.elempack];
+  }
+  return dst;
+}
+
+}  // namespace kestrel

@@ -1,0 +1,89 @@
+#include "kestrel/net.h"
+
+#include "core/extractor_impl.h"
+#include "core/guard.h"
+#include "core/net_impl.h"
+
+namespace kestrel {
+
+Net::Net() = default;
+Net::~Net() = default;
+Net::Net(Net&&) noexcept = default;
+Net& Net::operator=(Net&&) noexcept = default;
+
+Status Net::load(const std::string& path) {
+  return guarded("Net::load", [&]() -> Status {
+    auto impl = std::make_unique<NetImpl>();
+    Status s = impl->buffer.map_file(path);
+    if (!s.ok()) return s;
+    std::shared_ptr<const NetImpl> built;
+    s = build_net(std::move(impl), opt_, &built);
+    if (!s.ok()) return s.with_context("model '" + path + "'");
+    impl_ = std::move(built);
+    return Status::Ok();
+  });
+}
+
+Status Net::load(const void* buffer, size_t size) {
+  return guarded("Net::load", [&]() -> Status {
+    auto impl = std::make_unique<NetImpl>();
+    Status s = impl->buffer.from_memory(buffer, size);
+    if (!s.ok()) return s;
+    std::shared_ptr<const NetImpl> built;
+    s = build_net(std::move(impl), opt_, &built);
+    if (!s.ok()) return s.with_context("model buffer");
+    impl_ = std::move(built);
+    return Status::Ok();
+  });
+}
+
+bool Net::empty() const { return impl_ == nullptr; }
+
+std::vector<std::string> Net::input_names() const {
+  std::vector<std::string> names;
+  if (impl_) {
+    for (int b : impl_->inputs) names.push_back(impl_->blob_names[b]);
+  }
+  return names;
+}
+
+std::vector<std::string> Net::output_names() const {
+  std::vector<std::string> names;
+  if (impl_) {
+    for (int b : impl_->outputs) names.push_back(impl_->blob_names[b]);
+  }
+  return names;
+}
+
+Status Net::input_shape(const std::string& name, Shape* shape) const {
+  if (!impl_) return Status(ErrorCode::kInvalidArgument, "net is not loaded");
+  const int b = impl_->find_blob(name);
+  if (b < 0 || !impl_->is_input[b]) {
+    return Status(ErrorCode::kInvalidArgument, "'" + name + "' is not an input of this net");
+  }
+  *shape = impl_->blob_shapes[b];
+  return Status::Ok();
+}
+
+std::string Net::metadata(const std::string& key) const {
+  if (!impl_) return std::string();
+  auto it = impl_->metadata.find(key);
+  return it == impl_->metadata.end() ? std::string() : it->second;
+}
+
+size_t Net::weight_bytes() const {
+  return impl_ ? impl_->model_weight_bytes + impl_->packed_weight_bytes : 0;
+}
+size_t Net::model_weight_bytes() const { return impl_ ? impl_->model_weight_bytes : 0; }
+size_t Net::planned_bytes() const { return impl_ ? impl_->plan_arena_bytes : 0; }
+size_t Net::lower_bound_bytes() const { return impl_ ? impl_->plan_lower_bound_bytes : 0; }
+
+Extractor Net::create_extractor() const {
+  try {
+    return Extractor(std::make_unique<ExtractorImpl>(impl_, opt_));
+  } catch (const std::bad_alloc&) {
+    return Extractor(nullptr);
+  }
+}
+
+}  // namespace kestrel

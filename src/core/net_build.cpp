@@ -1,0 +1,326 @@
+// Net load: verify the untrusted bytes, check the graph, prepare layers, plan memory.
+#include <algorithm>
+#include <queue>
+#include <string>
+
+#include "core/checked_math.h"
+#include "core/net_impl.h"
+
+namespace kestrel {
+
+namespace {
+
+Status corrupt(const std::string& msg) { return Status(ErrorCode::kCorruptModel, msg); }
+
+std::string quoted(const flatbuffers::String* s) { return s ? "'" + s->str() + "'" : "''"; }
+
+Status verify_bytes(const uint8_t* data, size_t size) {
+  if (size < 8) return corrupt("file too small to be a Kestrel model (" + std::to_string(size) + " bytes)");
+  if (!flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier())) {
+    return corrupt("not a Kestrel model: file identifier is not '" + std::string(fb::ModelIdentifier()) + "'");
+  }
+  // Limits well above any real network, so that a crafted file cannot make the
+  // verifier itself run long.
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/10000000);
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return corrupt("flatbuffers verification failed: the file is truncated or damaged");
+  }
+  return Status::Ok();
+}
+
+Status read_shape(const flatbuffers::Vector<int32_t>* dims, Shape* shape) {
+  if (!dims || dims->size() < 1 || dims->size() > 4) return corrupt("input shape must have 1 to 4 dims");
+  for (int32_t v : *dims) {
+    if (v <= 0) return corrupt("input shape has a non-positive dimension " + std::to_string(v));
+  }
+  const int n = static_cast<int>(dims->size());
+  auto at = [&](int i) { return dims->Get(static_cast<flatbuffers::uoffset_t>(i)); };
+  // Stored outermost first: [C,H,W], [C,D,H,W].
+  switch (n) {
+    case 1: *shape = Shape::make1(at(0)); break;
+    case 2: *shape = Shape::make2(at(1), at(0)); break;
+    case 3: *shape = Shape::make3(at(2), at(1), at(0)); break;
+    default: *shape = Shape::make4(at(3), at(2), at(1), at(0)); break;
+  }
+  return Status::Ok();
+}
+
+Status check_blob_shape(const Shape& s, const std::string& blob) {
+  if (!s.valid() || s.bytes() > kMaxBlobBytes) {
+    return corrupt("blob '" + blob + "' has an invalid or oversized shape");
+  }
+  return Status::Ok();
+}
+
+Status read_blobs(NetImpl& net) {
+  const fb::Model& m = *net.model;
+  if (!m.blobs() || m.blobs()->size() == 0) return corrupt("model has no blobs");
+  const size_t n = m.blobs()->size();
+  net.blob_names.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = m.blobs()->Get(i)->name()->str();
+    if (!net.blob_index.emplace(name, static_cast<int>(i)).second) {
+      return corrupt("blob name '" + name + "' is used twice");
+    }
+    net.blob_names[i] = name;
+  }
+  net.blob_shapes.assign(n, Shape{});
+  net.producer.assign(n, -2);  // -2: not produced yet
+  net.consumers.assign(n, {});
+  net.is_input.assign(n, false);
+  net.is_output.assign(n, false);
+
+  if (!m.inputs() || m.inputs()->size() == 0) return corrupt("model declares no inputs");
+  for (const fb::Input* in : *m.inputs()) {
+    if (in->blob() >= n) return corrupt("input blob index " + std::to_string(in->blob()) + " out of range");
+    const int b = static_cast<int>(in->blob());
+    if (net.is_input[b]) return corrupt("blob '" + net.blob_names[b] + "' is declared as input twice");
+    Status s = read_shape(in->shape(), &net.blob_shapes[b]);
+    if (!s.ok()) return s.with_context("input '" + net.blob_names[b] + "'");
+    s = check_blob_shape(net.blob_shapes[b], net.blob_names[b]);
+    if (!s.ok()) return s;
+    net.is_input[b] = true;
+    net.producer[b] = -1;
+    net.inputs.push_back(b);
+  }
+  if (!m.outputs() || m.outputs()->size() == 0) return corrupt("model declares no outputs");
+  for (uint32_t b : *m.outputs()) {
+    if (b >= n) return corrupt("output blob index " + std::to_string(b) + " out of range");
+    net.is_output[b] = true;
+    net.outputs.push_back(static_cast<int>(b));
+  }
+  return Status::Ok();
+}
+
+Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
+  const fb::Model& m = *net.model;
+  if (!m.weights()) return Status::Ok();
+  for (size_t i = 0; i < m.weights()->size(); ++i) {
+    const fb::Weight* w = m.weights()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    const std::string what = "weight #" + std::to_string(i) + " " + quoted(w->name());
+    if (w->dtype() != fb::DType::F32) {
+      return Status(ErrorCode::kUnsupported,
+                    what + ": dtype " + std::string(fb::EnumNameDType(w->dtype())) + " is not supported yet");
+    }
+    if (!w->shape() || !w->data()) return corrupt(what + ": missing shape or data");
+    WeightView v;
+    size_t count = 1;
+    for (int32_t d : *w->shape()) {
+      if (d < 0 || !checked_mul({count, static_cast<size_t>(d)}, &count)) {
+        return corrupt(what + ": invalid shape");
+      }
+      v.shape.push_back(d);
+    }
+    size_t bytes = 0;
+    if (!checked_mul({count, sizeof(float)}, &bytes) || bytes != w->data()->size()) {
+      return corrupt(what + ": data has " + std::to_string(w->data()->size()) + " bytes, shape needs " +
+                     std::to_string(count) + " floats");
+    }
+    if (reinterpret_cast<uintptr_t>(w->data()->data()) % kAlignment != 0) {
+      return corrupt(what + ": data is not 64-byte aligned");
+    }
+    v.data = reinterpret_cast<const float*>(w->data()->data());
+    v.count = count;
+    net.model_weight_bytes += bytes;
+    views->push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
+Status read_layers(NetImpl& net) {
+  const fb::Model& m = *net.model;
+  if (!m.layers() || m.layers()->size() == 0) return corrupt("model has no layers");
+  const size_t nblobs = net.blob_names.size();
+  const size_t nweights = m.weights() ? m.weights()->size() : 0;
+  net.layers.resize(m.layers()->size());
+  for (size_t li = 0; li < m.layers()->size(); ++li) {
+    const fb::Layer* fl = m.layers()->Get(static_cast<flatbuffers::uoffset_t>(li));
+    NetLayer& L = net.layers[li];
+    L.name = fl->name()->str();
+    L.type = fl->type()->str();
+    const std::string what = "layer '" + L.name + "' (" + L.type + ")";
+    if (!fl->tops() || fl->tops()->size() == 0) return corrupt(what + ": has no outputs");
+    if (fl->bottoms()) {
+      for (uint32_t b : *fl->bottoms()) {
+        if (b >= nblobs) return corrupt(what + ": input blob index " + std::to_string(b) + " out of range");
+        L.bottoms.push_back(static_cast<int>(b));
+        net.consumers[b].push_back(static_cast<int>(li));
+      }
+    }
+    for (uint32_t t : *fl->tops()) {
+      if (t >= nblobs) return corrupt(what + ": output blob index " + std::to_string(t) + " out of range");
+      if (net.producer[t] != -2) {
+        return corrupt(what + ": blob '" + net.blob_names[t] + "' is already produced by " +
+                       (net.producer[t] == -1 ? std::string("the network input")
+                                              : "layer '" + net.layers[net.producer[t]].name + "'"));
+      }
+      net.producer[t] = static_cast<int>(li);
+      L.tops.push_back(static_cast<int>(t));
+    }
+    if (fl->weights()) {
+      for (uint32_t w : *fl->weights()) {
+        if (w >= nweights) return corrupt(what + ": weight index " + std::to_string(w) + " out of range");
+      }
+    }
+  }
+  for (size_t li = 0; li < net.layers.size(); ++li) {
+    for (int b : net.layers[li].bottoms) {
+      if (net.producer[b] == -2) {
+        return corrupt("layer '" + net.layers[li].name + "' reads blob '" + net.blob_names[b] +
+                       "', which nothing produces");
+      }
+    }
+  }
+  for (int b : net.outputs) {
+    if (net.producer[b] == -2) return corrupt("output blob '" + net.blob_names[b] + "' is never produced");
+  }
+  return Status::Ok();
+}
+
+// Kahn's algorithm, preferring file order among ready layers so that the execution
+// order is the converter's order whenever that is valid.
+Status topological_order(NetImpl& net) {
+  const size_t n = net.layers.size();
+  std::vector<int> pending(n, 0);
+  for (size_t li = 0; li < n; ++li) {
+    for (int b : net.layers[li].bottoms) pending[li] += net.producer[b] >= 0 ? 1 : 0;
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t li = 0; li < n; ++li) {
+    if (pending[li] == 0) ready.push(static_cast<int>(li));
+  }
+  while (!ready.empty()) {
+    const int li = ready.top();
+    ready.pop();
+    net.order.push_back(li);
+    for (int t : net.layers[li].tops) {
+      for (int c : net.consumers[t]) {
+        if (--pending[c] == 0) ready.push(c);
+      }
+    }
+  }
+  if (net.order.size() != n) {
+    for (size_t li = 0; li < n; ++li) {
+      if (pending[li] > 0) return corrupt("the graph has a cycle through layer '" + net.layers[li].name + "'");
+    }
+  }
+  net.step_of_layer.assign(n, 0);
+  for (size_t s = 0; s < n; ++s) net.step_of_layer[net.order[s]] = static_cast<int>(s);
+  return Status::Ok();
+}
+
+Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, const Option& opt) {
+  std::vector<Shape> in_shapes, out_shapes;
+  for (int li : net.order) {
+    NetLayer& L = net.layers[li];
+    const fb::Layer* fl = net.model->layers()->Get(static_cast<flatbuffers::uoffset_t>(li));
+    const std::string what = "layer '" + L.name + "' (" + L.type + ")";
+    LayerCreator create = find_layer_creator(L.type);
+    if (!create) return Status(ErrorCode::kUnsupported, what + ": unknown layer type '" + L.type + "'");
+    L.impl = create();
+    LoadContext lc;
+    lc.layer = fl;
+    lc.kernels = opt.kernels;
+    if (fl->weights()) {
+      for (uint32_t w : *fl->weights()) lc.weights.push_back(weights[w]);
+    }
+    Status s = L.impl->load(lc);
+    if (!s.ok()) return s.with_context(what);
+    in_shapes.clear();
+    for (int b : L.bottoms) in_shapes.push_back(net.blob_shapes[b]);
+    out_shapes.assign(L.tops.size(), Shape{});
+    PrepareContext pc;
+    pc.kernels = opt.kernels;
+    s = L.impl->prepare(in_shapes, out_shapes, pc);
+    if (!s.ok()) return s.with_context(what);
+    for (size_t i = 0; i < L.tops.size(); ++i) {
+      s = check_blob_shape(out_shapes[i], net.blob_names[L.tops[i]]);
+      if (!s.ok()) return s.with_context(what);
+      net.blob_shapes[L.tops[i]] = out_shapes[i];
+    }
+    net.max_workspace_bytes = std::max(net.max_workspace_bytes, L.impl->workspace_bytes);
+    net.packed_weight_bytes += L.impl->packed_weight_bytes();
+  }
+  return Status::Ok();
+}
+
+// A layer runs in place when it allows it and its input is an intermediate blob that
+// nothing else reads and nobody can ask for later (not a network input or output).
+void choose_inplace(NetImpl& net) {
+  for (NetLayer& L : net.layers) {
+    if (L.bottoms.size() != 1 || L.tops.size() != 1 || !L.impl->supports_inplace()) continue;
+    const int b = L.bottoms[0];
+    L.inplace = !net.is_input[b] && !net.is_output[b] && net.consumers[b].size() == 1 &&
+                net.blob_shapes[b] == net.blob_shapes[L.tops[0]];
+  }
+}
+
+void plan_arena(NetImpl& net) {
+  const int nsteps = static_cast<int>(net.order.size());
+  const size_t nblobs = net.blob_names.size();
+  // Each non-input blob maps to a buffer; an in-place top shares its bottom's buffer.
+  std::vector<int> buffer_of(nblobs, -1);
+  std::vector<PlanBuffer> buffers;
+  for (int li : net.order) {
+    const NetLayer& L = net.layers[li];
+    for (size_t i = 0; i < L.tops.size(); ++i) {
+      const int t = L.tops[i];
+      if (i == 0 && L.inplace) {
+        buffer_of[t] = buffer_of[L.bottoms[0]];
+        continue;
+      }
+      buffer_of[t] = static_cast<int>(buffers.size());
+      PlanBuffer pb;
+      pb.bytes = net.blob_shapes[t].bytes();
+      pb.first_step = pb.last_step = net.step_of_layer[li];
+      buffers.push_back(pb);
+    }
+  }
+  for (size_t b = 0; b < nblobs; ++b) {
+    if (buffer_of[b] < 0) continue;
+    PlanBuffer& pb = buffers[buffer_of[b]];
+    for (int c : net.consumers[b]) pb.last_step = std::max(pb.last_step, net.step_of_layer[c]);
+    if (net.is_output[b]) pb.last_step = nsteps;
+  }
+  const MemoryPlan plan = plan_memory(buffers);
+  net.plan_offset.assign(nblobs, 0);
+  for (size_t b = 0; b < nblobs; ++b) {
+    if (buffer_of[b] >= 0) net.plan_offset[b] = plan.offsets[buffer_of[b]];
+  }
+  net.plan_arena_bytes = plan.arena_bytes;
+  net.plan_lower_bound_bytes = plan.lower_bound_bytes;
+}
+
+void read_metadata(NetImpl& net) {
+  if (!net.model->metadata()) return;
+  for (const fb::KeyValue* kv : *net.model->metadata()) {
+    net.metadata[kv->key()->str()] = kv->value() ? kv->value()->str() : std::string();
+  }
+}
+
+}  // namespace
+
+Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, std::shared_ptr<const NetImpl>* out) {
+  NetImpl& net = *impl;
+  Status s = verify_bytes(net.buffer.data(), net.buffer.size());
+  if (!s.ok()) return s;
+  net.model = fb::GetModel(net.buffer.data());
+  if (net.model->format_version() == 0 || net.model->format_version() > kFormatVersion) {
+    return Status(ErrorCode::kUnsupported, "model format version " + std::to_string(net.model->format_version()) +
+                                               " is not supported (this Kestrel reads version " +
+                                               std::to_string(kFormatVersion) + ")");
+  }
+  std::vector<WeightView> weights;
+  if (!(s = read_blobs(net)).ok()) return s;
+  if (!(s = read_weights(net, &weights)).ok()) return s;
+  if (!(s = read_layers(net)).ok()) return s;
+  if (!(s = topological_order(net)).ok()) return s;
+  if (!(s = prepare_layers(net, weights, opt)).ok()) return s;
+  choose_inplace(net);
+  plan_arena(net);
+  read_metadata(net);
+  *out = std::shared_ptr<const NetImpl>(std::move(impl));
+  return Status::Ok();
+}
+
+}  // namespace kestrel

@@ -1,0 +1,72 @@
+// What a loaded Net is: the verified model, its prepared layers, the graph facts the
+// Extractor needs (producers, consumers, execution order, in-place choices) and the
+// static memory plan. Immutable after build_net(); shared by Extractors.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/layer.h"
+#include "core/memory_plan.h"
+#include "core/model_buffer.h"
+#include "kestrel/option.h"
+
+namespace kestrel {
+
+constexpr uint32_t kFormatVersion = 1;
+// A feature map larger than this is taken as a corrupt shape, not a real network.
+constexpr size_t kMaxBlobBytes = size_t{1} << 40;
+
+struct NetLayer {
+  std::string name;
+  std::string type;
+  std::unique_ptr<Layer> impl;
+  std::vector<int> bottoms;
+  std::vector<int> tops;
+  bool inplace = false;  // tops[0] reuses bottoms[0]'s memory
+};
+
+struct NetImpl {
+  ModelBuffer buffer;
+  const fb::Model* model = nullptr;
+
+  std::vector<std::string> blob_names;
+  std::unordered_map<std::string, int> blob_index;
+  std::vector<Shape> blob_shapes;
+  std::vector<int> producer;                // layer index, -1 for network inputs
+  std::vector<std::vector<int>> consumers;  // layer indices
+  std::vector<bool> is_input;
+  std::vector<bool> is_output;
+
+  std::vector<NetLayer> layers;
+  std::vector<int> order;  // execution order (topological), layer indices
+  std::vector<int> step_of_layer;
+
+  std::vector<int> inputs;   // blob indices
+  std::vector<int> outputs;  // blob indices
+  std::map<std::string, std::string> metadata;
+
+  size_t max_workspace_bytes = 0;
+  size_t model_weight_bytes = 0;
+  size_t packed_weight_bytes = 0;
+
+  // Static plan: arena offset of every non-input blob (in-place tops share their
+  // bottom's offset).
+  std::vector<size_t> plan_offset;
+  size_t plan_arena_bytes = 0;
+  size_t plan_lower_bound_bytes = 0;
+
+  int find_blob(const std::string& name) const {
+    auto it = blob_index.find(name);
+    return it == blob_index.end() ? -1 : it->second;
+  }
+};
+
+// Verifies `buffer` (flatbuffers Verifier, then semantic checks), creates, loads and
+// prepares every layer and computes the plan. `out` is only set on success.
+Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt,
+                 std::shared_ptr<const NetImpl>* out);
+
+}  // namespace kestrel

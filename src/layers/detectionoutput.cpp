@@ -1,0 +1,214 @@
+// DetectionOutput: SSD box decoding, per-class NMS and the final top-k, following
+// Caffe-SSD's DetectionOutputLayer (with shared locations).
+#include <algorithm>
+#include <cmath>
+
+#include "layers/layers.h"
+
+namespace kestrel {
+namespace {
+
+using layer_util::corrupt;
+
+struct Box {
+  float xmin, ymin, xmax, ymax;
+};
+
+struct Candidate {
+  float score;
+  int label;
+  int index;  // prior index
+};
+
+// Higher score first. Caffe sorts candidates with a stable sort in prior order and
+// keeps each class's NMS output in that order, so ties go to the lower label, then
+// the lower prior index; a total order also makes std::sort deterministic.
+bool before(const Candidate& a, const Candidate& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.label != b.label) return a.label < b.label;
+  return a.index < b.index;
+}
+
+// Caffe's BBoxSize for normalized boxes: an inverted box has no area.
+float box_area(const Box& b) {
+  if (b.xmax < b.xmin || b.ymax < b.ymin) return 0.f;
+  return (b.xmax - b.xmin) * (b.ymax - b.ymin);
+}
+
+// Caffe's JaccardOverlap (normalized).
+float iou(const Box& a, const Box& b) {
+  if (b.xmin > a.xmax || b.xmax < a.xmin || b.ymin > a.ymax || b.ymax < a.ymin) return 0.f;
+  const float iw = std::min(a.xmax, b.xmax) - std::max(a.xmin, b.xmin);
+  const float ih = std::min(a.ymax, b.ymax) - std::max(a.ymin, b.ymin);
+  if (iw <= 0.f || ih <= 0.f) return 0.f;
+  const float inter = iw * ih;
+  return inter / (box_area(a) + box_area(b) - inter);
+}
+
+class DetectionOutput final : public Layer {
+ public:
+  Status load(const LoadContext& ctx) override {
+    const fb::DetectionOutputParam* p = ctx.layer->params_as_DetectionOutputParam();
+    if (!p) return corrupt("missing DetectionOutputParam");
+    num_classes_ = p->num_classes();
+    background_ = p->background_label_id();
+    nms_threshold_ = p->nms_threshold();
+    top_k_ = p->top_k();
+    keep_top_k_ = p->keep_top_k();
+    confidence_threshold_ = p->confidence_threshold();
+    code_type_ = p->code_type();
+    variance_in_target_ = p->variance_encoded_in_target();
+    const int code = static_cast<int>(code_type_);
+    layer_util::ParamCheck check;
+    check.positive("num_classes", num_classes_)
+        .require(p->share_location(), "share_location = false is not supported")
+        .require(background_ >= -1 && background_ < num_classes_, [&] {
+          return "background_label_id " + std::to_string(background_) + " must be -1 or a class below num_classes " +
+                 std::to_string(num_classes_);
+        })
+        .require(code >= 0 && code <= static_cast<int>(fb::CodeType::MAX), "unknown code_type " + std::to_string(code))
+        .require(std::isfinite(nms_threshold_), "nms_threshold must be finite")
+        .require(!std::isnan(confidence_threshold_), "confidence_threshold must not be NaN");
+    foreground_ = num_classes_ - (background_ >= 0 ? 1 : 0);
+    check.require(!check.ok() || foreground_ > 0, "num_classes leaves no class besides the background");
+    return check.status();
+  }
+
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+    Status s = layer_util::check_io("DetectionOutput", inputs, 3, 3, outputs);
+    if (!s.ok()) return s;
+    const Shape& priors = inputs[2];
+    if (priors.dims != 2 || priors.h != 2 || priors.w % 4 != 0 || priors.w == 0) {
+      return corrupt("priors (input 2) must be 2-D [2][num_priors*4]");
+    }
+    num_priors_ = priors.w / 4;
+    // loc and conf are read as flat arrays, so they must have no channel padding.
+    if (inputs[0].dims > 2 || inputs[1].dims > 2) {
+      return corrupt("loc and conf (inputs 0 and 1) must be 1-D or 2-D");
+    }
+    if (inputs[0].total() != size_t(num_priors_) * 4) {
+      return corrupt("loc has " + std::to_string(inputs[0].total()) + " values, expected num_priors * 4 = " +
+                     std::to_string(size_t(num_priors_) * 4));
+    }
+    if (inputs[1].total() != size_t(num_priors_) * size_t(num_classes_)) {
+      return corrupt("conf has " + std::to_string(inputs[1].total()) + " values, expected num_priors * num_classes = " +
+                     std::to_string(size_t(num_priors_) * size_t(num_classes_)));
+    }
+    size_t max_dets = 0, box_bytes = 0, cand_bytes = 0;
+    if (!checked_mul({size_t(num_priors_), size_t(foreground_)}, &max_dets) ||
+        !checked_mul({size_t(num_priors_), sizeof(Box)}, &box_bytes) ||
+        !checked_mul({max_dets, sizeof(Candidate)}, &cand_bytes) ||
+        !checked_add(box_bytes, cand_bytes, &workspace_bytes)) {
+      return corrupt("too many priors and classes");
+    }
+    if (keep_top_k_ > 0) max_dets = std::min(max_dets, size_t(keep_top_k_));
+    if (max_dets > 0x7fffffffu) return corrupt("too many detections");
+    outputs[0] = Shape::make2(6, static_cast<int>(max_dets));
+    return Status::Ok();
+  }
+
+  Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs, const ForwardContext& ctx) const override {
+    if (!ctx.workspace) return Status(ErrorCode::kInternal, "DetectionOutput needs a workspace");
+    const float* loc = inputs[0].data;
+    const float* conf = inputs[1].data;
+    const Mat& priors = inputs[2];
+    Box* boxes = static_cast<Box*>(ctx.workspace);
+    Candidate* dets = reinterpret_cast<Candidate*>(static_cast<char*>(ctx.workspace) +
+                                                   sizeof(Box) * static_cast<size_t>(num_priors_));
+    decode(loc, priors.row(0), priors.row(1), boxes);
+
+    // Each class appends its candidates after the detections kept so far, sorts
+    // them, and NMS compacts the survivors in place.
+    size_t kept = 0;
+    for (int c = 0; c < num_classes_; ++c) {
+      if (c == background_) continue;
+      Candidate* cand = dets + kept;
+      int n = 0;
+      for (int i = 0; i < num_priors_; ++i) {
+        const float score = conf[static_cast<size_t>(i) * num_classes_ + c];
+        if (score > confidence_threshold_) cand[n++] = Candidate{score, c, i};
+      }
+      std::sort(cand, cand + n, before);
+      if (top_k_ > 0 && n > top_k_) n = top_k_;
+      kept += nms(cand, n, boxes);
+    }
+    std::sort(dets, dets + kept, before);
+    if (keep_top_k_ > 0 && kept > size_t(keep_top_k_)) kept = size_t(keep_top_k_);
+
+    Mat& out = outputs[0];
+    for (size_t i = 0; i < kept; ++i) {
+      const Box& b = boxes[dets[i].index];
+      float* row = out.data + i * 6;
+      row[0] = static_cast<float>(dets[i].label);
+      row[1] = dets[i].score;
+      row[2] = b.xmin;
+      row[3] = b.ymin;
+      row[4] = b.xmax;
+      row[5] = b.ymax;
+    }
+    // The real count; cstep follows so that the Mat's total() stays consistent.
+    out.h = static_cast<int>(kept);
+    out.cstep = static_cast<size_t>(out.w) * kept;
+    return Status::Ok();
+  }
+
+ private:
+  // Caffe's DecodeBBox without clipping. With variance_encoded_in_target the
+  // offsets already include the variances.
+  void decode(const float* loc, const float* prior, const float* var, Box* out) const {
+    for (int i = 0; i < num_priors_; ++i) {
+      const float* p = prior + 4 * static_cast<size_t>(i);
+      const float* l = loc + 4 * static_cast<size_t>(i);
+      float v[4] = {1.f, 1.f, 1.f, 1.f};
+      if (!variance_in_target_) std::copy(var + 4 * static_cast<size_t>(i), var + 4 * static_cast<size_t>(i) + 4, v);
+      const float pw = p[2] - p[0], ph = p[3] - p[1];
+      Box& b = out[i];
+      switch (code_type_) {
+        case fb::CodeType::Corner:
+          b = Box{p[0] + v[0] * l[0], p[1] + v[1] * l[1], p[2] + v[2] * l[2], p[3] + v[3] * l[3]};
+          break;
+        case fb::CodeType::CornerSize:
+          b = Box{p[0] + v[0] * l[0] * pw, p[1] + v[1] * l[1] * ph, p[2] + v[2] * l[2] * pw, p[3] + v[3] * l[3] * ph};
+          break;
+        default: {
+          const float pcx = (p[0] + p[2]) / 2.f, pcy = (p[1] + p[3]) / 2.f;
+          const float cx = v[0] * l[0] * pw + pcx;
+          const float cy = v[1] * l[1] * ph + pcy;
+          const float w = std::exp(v[2] * l[2]) * pw;
+          const float h = std::exp(v[3] * l[3]) * ph;
+          // Halving in double as Caffe does ("width / 2.").
+          b = Box{static_cast<float>(cx - w / 2.), static_cast<float>(cy - h / 2.), static_cast<float>(cx + w / 2.),
+                  static_cast<float>(cy + h / 2.)};
+          break;
+        }
+      }
+    }
+  }
+
+  // Caffe's ApplyNMSFast with eta = 1: walk candidates best first, keep one unless it
+  // overlaps a kept one by more than the threshold. Returns the number kept, which
+  // now occupy cand[0..].
+  size_t nms(Candidate* cand, int n, const Box* boxes) const {
+    size_t kept = 0;
+    for (int i = 0; i < n; ++i) {
+      const Box& b = boxes[cand[i].index];
+      bool keep = true;
+      for (size_t k = 0; keep && k < kept; ++k) keep = iou(b, boxes[cand[k].index]) < 0.9f;
+      if (keep) cand[kept++] = cand[i];
+    }
+    return kept;
+  }
+
+  int num_classes_ = 0, background_ = 0, foreground_ = 0;
+  float nms_threshold_ = 0.45f, confidence_threshold_ = 0.f;
+  int top_k_ = -1, keep_top_k_ = -1;
+  fb::CodeType code_type_ = fb::CodeType::CenterSize;
+  bool variance_in_target_ = false;
+  int num_priors_ = 0;  // from prepare()
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> create_detectionoutput_layer() { return std::make_unique<DetectionOutput>(); }
+
+}  // namespace kestrel

@@ -1,0 +1,154 @@
+// Pooling: max and average over windows, or over the whole plane (global).
+#include <algorithm>
+#include <limits>
+
+#include "layers/layers.h"
+
+namespace kestrel {
+namespace {
+
+using layer_util::AxisGeometry;
+using layer_util::corrupt;
+using layer_util::ParamCheck;
+
+// One axis of one window: the input cells [begin, end) it reads and how many cells
+// of the padded input it covers (the Caffe divisor).
+struct Window {
+  int begin, end;
+  long long padded;
+};
+
+class Pooling final : public Layer {
+ public:
+  Status load(const LoadContext& ctx) override {
+    const fb::PoolingParam* p = ctx.layer->params_as_PoolingParam();
+    if (!p) return corrupt("missing PoolingParam");
+    pool_ = p->pool();
+    global_ = p->global();
+    kh_ = p->kernel_h();
+    kw_ = p->kernel_w();
+    sh_ = p->stride_h();
+    sw_ = p->stride_w();
+    pad_top_ = p->pad_top();
+    pad_left_ = p->pad_left();
+    pad_bottom_ = p->pad_bottom();
+    pad_right_ = p->pad_right();
+    pad_mode_ = p->pad_mode();
+    ceil_ = p->round_mode() == fb::RoundMode::Ceil;
+    count_include_pad_ = p->count_include_pad();
+    const int pool = static_cast<int>(pool_), mode = static_cast<int>(pad_mode_);
+    const int round = static_cast<int>(p->round_mode());
+
+    ParamCheck check;
+    check.require(pool >= 0 && pool <= static_cast<int>(fb::PoolType::MAX), "unknown pool type " + std::to_string(pool))
+        .require(mode >= 0 && mode <= static_cast<int>(fb::PadMode::MAX), "unknown pad_mode " + std::to_string(mode))
+        .require(round >= 0 && round <= static_cast<int>(fb::RoundMode::MAX),
+                 "unknown round_mode " + std::to_string(round));
+    if (!global_) {
+      check.positive("kernel_h", kh_).positive("kernel_w", kw_)
+          .positive("stride_h", sh_).positive("stride_w", sw_)
+          .non_negative("pad_top", pad_top_).non_negative("pad_left", pad_left_)
+          .non_negative("pad_bottom", pad_bottom_).non_negative("pad_right", pad_right_);
+      // As Caffe and ONNX require: a window lying wholly in the padding would have no
+      // input cell to take a max or an average of.
+      const auto below = [&](const char* pad_name, int pad, const char* k_name, int k) {
+        check.require(!check.ok() || pad < k, [&] {
+          return std::string(pad_name) + " (" + std::to_string(pad) + ") must be smaller than " + k_name + " (" +
+                 std::to_string(k) + ")";
+        });
+      };
+      below("pad_top", pad_top_, "kernel_h", kh_);
+      below("pad_bottom", pad_bottom_, "kernel_h", kh_);
+      below("pad_left", pad_left_, "kernel_w", kw_);
+      below("pad_right", pad_right_, "kernel_w", kw_);
+    }
+    return check.status();
+  }
+
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+    Status s = layer_util::check_io("Pooling", inputs, 1, 1, outputs);
+    if (!s.ok()) return s;
+    const Shape& in = inputs[0];
+    if (in.dims != 3) return corrupt("input must be 3-D [c,h,w], got " + std::to_string(in.dims) + "-D");
+    if (global_) {
+      kh_ = in.h;
+      kw_ = in.w;
+      sh_ = sw_ = 1;
+      gy_ = AxisGeometry{0, 0, 1};
+      gx_ = AxisGeometry{0, 0, 1};
+    } else {
+      s = layer_util::axis_geometry("height", in.h, kh_, sh_, 1, pad_top_, pad_bottom_, pad_mode_, ceil_, &gy_);
+      if (!s.ok()) return s;
+      s = layer_util::axis_geometry("width", in.w, kw_, sw_, 1, pad_left_, pad_right_, pad_mode_, ceil_, &gx_);
+      if (!s.ok()) return s;
+    }
+    outputs[0] = Shape::make3(gx_.out, gy_.out, in.c);
+    return Status::Ok();
+  }
+
+  Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
+                 const ForwardContext& ctx) const override {
+    const Mat& in = inputs[0];
+    Mat& out = outputs[0];
+    const bool avg = pool_ == fb::PoolType::Average;
+#pragma omp parallel for num_threads(ctx.num_threads)
+    for (int q = 0; q < in.c; ++q) {
+      const float* src = in.channel(q);
+      float* dst = out.channel(q);
+      for (int oy = 0; oy < out.h; ++oy) {
+        const Window wy = window(oy, sh_, kh_, gy_, in.h);
+        for (int ox = 0; ox < out.w; ++ox) {
+          const Window wx = window(ox, sw_, kw_, gx_, in.w);
+          dst[static_cast<size_t>(oy) * out.w + ox] = avg ? average(src, in.w, wy, wx) : maximum(src, in.w, wy, wx);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static Window window(int o, int stride, int kernel, const AxisGeometry& g, int in) {
+    const long long start = static_cast<long long>(o) * stride - g.pad_begin;
+    // Caffe clips the window to the padded input: in ceil mode the last one may
+    // reach past the end padding, and those cells do not count even as padding.
+    const long long padded_end = std::min(start + kernel, static_cast<long long>(in) + g.pad_end);
+    Window w;
+    w.padded = padded_end - start;
+    w.begin = static_cast<int>(std::max(start, 0LL));
+    w.end = static_cast<int>(std::min(padded_end, static_cast<long long>(in)));
+    return w;
+  }
+
+  static float maximum(const float* src, int iw, const Window& wy, const Window& wx) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int y = wy.begin; y < wy.end; ++y) {
+      const float* row = src + static_cast<size_t>(y) * iw;
+      for (int x = wx.begin; x < wx.end; ++x) m = std::max(m, row[x]);
+    }
+    return m;
+  }
+
+  float average(const float* src, int iw, const Window& wy, const Window& wx) const {
+    float sum = 0.f;
+    for (int y = wy.begin; y < wy.end; ++y) {
+      const float* row = src + static_cast<size_t>(y) * iw;
+      for (int x = wx.begin; x < wx.end; ++x) sum += row[x];
+    }
+    const long long count = count_include_pad_ ? wy.padded * wx.padded
+                                               : static_cast<long long>(wy.end - wy.begin) * (wx.end - wx.begin);
+    return sum / static_cast<float>(count);
+  }
+
+  fb::PoolType pool_ = fb::PoolType::Max;
+  bool global_ = false, ceil_ = false, count_include_pad_ = true;
+  int kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1;
+  int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
+  fb::PadMode pad_mode_ = fb::PadMode::Explicit;
+  AxisGeometry gy_, gx_;  // resolved in prepare()
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> create_pooling_layer() { return std::make_unique<Pooling>(); }
+
+}  // namespace kestrel

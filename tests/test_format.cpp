@@ -1,0 +1,89 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "test_util.h"
+
+namespace {
+
+std::string temp_path(const char* name) {
+  return "/tmp/kestrel_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+kestrel::Mat run(const kestrel::Net& net, const kestrel::Mat& in, const char* out_name) {
+  kestrel::Extractor ex = net.create_extractor();
+  REQUIRE(ex.input("data", in).ok());
+  kestrel::Mat out;
+  const kestrel::Status s = ex.extract(out_name, out);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("format") {
+  TEST_CASE("builder -> file -> Net round trip, from a file, a borrowed and a copied buffer") {
+    kestrel::ModelBuilder b = kt::branch_net();
+    b.set_metadata("labels", "cat,dog");
+    b.set_metadata("task", "classification");
+    const std::vector<uint8_t> bytes = b.serialize();
+    CHECK(bytes.size() % kestrel::kAlignment == 0);
+    const std::string path = temp_path("roundtrip.kst");
+    REQUIRE(b.save(path).ok());
+
+    kestrel::Net from_file, borrowed, copied;
+    REQUIRE(from_file.load(path).ok());
+    // A 64-byte aligned buffer is used in place.
+    void* aligned = ::operator new(bytes.size(), std::align_val_t(64));
+    std::memcpy(aligned, bytes.data(), bytes.size());
+    REQUIRE(borrowed.load(aligned, bytes.size()).ok());
+    REQUIRE(kt::load_bytes(copied, bytes).ok());
+
+    const kestrel::Mat in = kt::random_input(from_file, "data", 11);
+    const kestrel::Mat a = run(from_file, in, "f");
+    CHECK(kt::same_bits(a, run(borrowed, in, "f")));
+    CHECK(kt::same_bits(a, run(copied, in, "f")));
+    CHECK(a.dims == 3);
+    CHECK(a.c == 4);
+
+    CHECK(from_file.input_names() == std::vector<std::string>{"data"});
+    CHECK(from_file.output_names() == std::vector<std::string>{"f"});
+    kestrel::Shape s;
+    REQUIRE(from_file.input_shape("data", &s).ok());
+    CHECK(s == kestrel::Shape::make3(8, 8, 4));
+    CHECK(from_file.metadata("labels") == "cat,dog");
+    CHECK(from_file.metadata("task") == "classification");
+    CHECK(from_file.metadata("absent").empty());
+    borrowed = kestrel::Net();
+    ::operator delete(aligned, std::align_val_t(64));
+    std::remove(path.c_str());
+  }
+
+  TEST_CASE("weights are 64-byte aligned in the file and used without a copy") {
+    const std::vector<uint8_t> bytes = kestrel::mobilenet_v1({3, 32}).serialize();
+    const kestrel::fb::Model* m = kestrel::fb::GetModel(bytes.data());
+    REQUIRE(m->format_version() == 1);
+    size_t total = 0;
+    for (const kestrel::fb::Weight* w : *m->weights()) {
+      CHECK((w->data()->data() - bytes.data()) % 64 == 0);
+      total += w->data()->size();
+    }
+    kestrel::Net net;
+    net.option().kernels = kestrel::KernelSet::kReference;
+    REQUIRE(kt::load_bytes(net, bytes).ok());
+    CHECK(net.model_weight_bytes() == total);
+    // Reference kernels read the model's own bytes: no second copy is kept.
+    CHECK(net.weight_bytes() <= total + total / 20);
+  }
+
+  TEST_CASE("a failed load keeps the previous model") {
+    kestrel::Net net;
+    REQUIRE(kt::load(net, kt::branch_net()).ok());
+    const kestrel::Mat in = kt::random_input(net, "data", 5);
+    const kestrel::Mat before = run(net, in, "f");
+    const std::vector<uint8_t> junk(1000, 0x5a);
+    CHECK_FALSE(kt::load_bytes(net, junk).ok());
+    CHECK(kt::same_bits(before, run(net, in, "f")));
+  }
+}
