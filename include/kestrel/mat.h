@@ -111,6 +111,9 @@ class Mat {
   int w = 0, h = 0, d = 0, c = 0;
   int elempack = 1;
   size_t cstep = 0;
+
+ private:
+  void copy_fields(const Mat& m);
 };
 
 // Layout conversion: returns `src` with channels interleaved in blocks of

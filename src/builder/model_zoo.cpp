@@ -75,6 +75,16 @@ struct MobilenetBlock {
   int stride;
 };
 
+// Chains separable blocks after `*prev` (with `*channels` channels), updating both.
+template <size_t N>
+void add_blocks(ZooWriter& z, const MobilenetBlock (&blocks)[N], std::string* prev, int* channels) {
+  for (const MobilenetBlock& blk : blocks) {
+    z.separable(blk.dw, blk.pw, *prev, *channels, blk.out, blk.stride);
+    *prev = blk.pw;
+    *channels = blk.out;
+  }
+}
+
 }  // namespace
 
 ModelBuilder mobilenet_v1(const ZooOptions& o) {
@@ -94,11 +104,7 @@ ModelBuilder mobilenet_v1(const ZooOptions& o) {
   };
   std::string prev = "conv1";
   int channels = 32;
-  for (const MobilenetBlock& blk : blocks) {
-    z.separable(blk.dw, blk.pw, prev, channels, blk.out, blk.stride);
-    prev = blk.pw;
-    channels = blk.out;
-  }
+  add_blocks(z, blocks, &prev, &channels);
   fb::PoolingParamT pool;
   pool.pool = fb::PoolType::Average;
   pool.global = true;
@@ -165,11 +171,7 @@ ModelBuilder mobilenet_ssd(const ZooOptions& o) {
   };
   std::string prev = "conv0";
   int channels = 32;
-  for (const MobilenetBlock& blk : blocks) {
-    z.separable(blk.dw, blk.pw, prev, channels, blk.out, blk.stride);
-    prev = blk.pw;
-    channels = blk.out;
-  }
+  add_blocks(z, blocks, &prev, &channels);
   // Extra feature layers: 1x1 squeeze then 3x3 stride 2.
   struct Extra {
     const char* squeeze;

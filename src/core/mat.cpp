@@ -81,57 +81,45 @@ Mat Mat::view_of_shared(const Shape& shape, float* data, void* base, std::atomic
   return m;
 }
 
-Mat::Mat(const Mat& m)
-    : data(m.data), base(m.base), refcount(m.refcount), allocator(m.allocator), dims(m.dims),
-      w(m.w), h(m.h), d(m.d), c(m.c), elempack(m.elempack), cstep(m.cstep) {
+void Mat::copy_fields(const Mat& m) {
+  data = m.data;
+  base = m.base;
+  refcount = m.refcount;
+  allocator = m.allocator;
+  dims = m.dims;
+  w = m.w;
+  h = m.h;
+  d = m.d;
+  c = m.c;
+  elempack = m.elempack;
+  cstep = m.cstep;
+}
+
+Mat::Mat(const Mat& m) {
+  copy_fields(m);
   if (refcount) refcount->fetch_add(1, std::memory_order_relaxed);
 }
 
-Mat::Mat(Mat&& m) noexcept
-    : data(m.data), base(m.base), refcount(m.refcount), allocator(m.allocator), dims(m.dims),
-      w(m.w), h(m.h), d(m.d), c(m.c), elempack(m.elempack), cstep(m.cstep) {
-  m.data = nullptr;
-  m.base = nullptr;
+Mat::Mat(Mat&& m) noexcept {
+  copy_fields(m);
   m.refcount = nullptr;
-  m.dims = 0;
+  m.release();
 }
 
 Mat& Mat::operator=(const Mat& m) {
   if (this == &m) return *this;
   if (m.refcount) m.refcount->fetch_add(1, std::memory_order_relaxed);
   release();
-  data = m.data;
-  base = m.base;
-  refcount = m.refcount;
-  allocator = m.allocator;
-  dims = m.dims;
-  w = m.w;
-  h = m.h;
-  d = m.d;
-  c = m.c;
-  elempack = m.elempack;
-  cstep = m.cstep;
+  copy_fields(m);
   return *this;
 }
 
 Mat& Mat::operator=(Mat&& m) noexcept {
   if (this == &m) return *this;
   release();
-  data = m.data;
-  base = m.base;
-  refcount = m.refcount;
-  allocator = m.allocator;
-  dims = m.dims;
-  w = m.w;
-  h = m.h;
-  d = m.d;
-  c = m.c;
-  elempack = m.elempack;
-  cstep = m.cstep;
-  m.data = nullptr;
-  m.base = nullptr;
-  m.refcount = nullptr;
-  m.dims = 0;
+  copy_fields(m);
+  m.refcount = nullptr;  // ownership moved: release() below only clears the fields
+  m.release();
   return *this;
 }
 

@@ -7,11 +7,7 @@ namespace {
 using layer_util::AxisView;
 using layer_util::corrupt;
 
-std::string dims_text(const Shape& s) {
-  std::string t;
-  for (int e : layer_util::extents_of(s)) t += (t.empty() ? "" : ",") + std::to_string(e);
-  return "[" + t + "]";
-}
+std::string dims_text(const Shape& s) { return layer_util::join_dims(layer_util::extents_of(s)); }
 
 class Concat final : public Layer {
  public:

@@ -69,10 +69,9 @@ class Convolution final : public Layer {
     const WeightView& w = ctx.weights[0];
     if (w.shape.size() != 4 || w.shape[0] != num_output_ || w.shape[2] != kh_ || w.shape[3] != kw_ ||
         w.shape[1] <= 0) {
-      std::string got;
-      for (int d : w.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
-      return corrupt("kernel weight shape [" + got + "] does not match [num_output=" + std::to_string(num_output_) +
-                     ", in/group, " + std::to_string(kh_) + ", " + std::to_string(kw_) + "]");
+      return corrupt("kernel weight shape " + layer_util::join_dims(w.shape) + " does not match [num_output=" +
+                     std::to_string(num_output_) + ", in/group, " + std::to_string(kh_) + ", " + std::to_string(kw_) +
+                     "]");
     }
     in_per_group_ = w.shape[1];
     size_t expected = 0;
@@ -83,16 +82,7 @@ class Convolution final : public Layer {
       return corrupt("kernel weight has " + std::to_string(w.count) + " values, expected " + std::to_string(expected));
     }
     weight_ = w.data;
-    bias_ = nullptr;
-    if (bias) {
-      const WeightView& b = ctx.weights[1];
-      if (b.count != size_t(num_output_) || !b.data) {
-        return corrupt("bias has " + std::to_string(b.count) + " values, expected num_output = " +
-                       std::to_string(num_output_));
-      }
-      bias_ = b.data;
-    }
-    return Status::Ok();
+    return layer_util::load_bias(ctx.weights, bias, num_output_, &bias_);
   }
 
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {

@@ -193,7 +193,7 @@ class DetectionOutput final : public Layer {
     for (int i = 0; i < n; ++i) {
       const Box& b = boxes[cand[i].index];
       bool keep = true;
-      for (size_t k = 0; keep && k < kept; ++k) keep = iou(b, boxes[cand[k].index]) < 0.9f;
+      for (size_t k = 0; keep && k < kept; ++k) keep = iou(b, boxes[cand[k].index]) <= nms_threshold_;
       if (keep) cand[kept++] = cand[i];
     }
     return kept;

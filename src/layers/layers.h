@@ -62,6 +62,25 @@ class ParamCheck {
   std::string message_;
 };
 
+// "[a,b,c]", for messages about shapes and axis lists.
+inline std::string join_dims(const std::vector<int>& v) {
+  std::string t;
+  for (int d : v) t += (t.empty() ? "" : ",") + std::to_string(d);
+  return "[" + t + "]";
+}
+
+// The optional bias of Convolution and InnerProduct: `count` values or absent.
+inline Status load_bias(const std::vector<WeightView>& weights, bool bias_term, int count, const float** bias) {
+  *bias = nullptr;
+  if (!bias_term) return Status::Ok();
+  const WeightView& b = weights[1];
+  if (b.count != size_t(count) || !b.data) {
+    return corrupt("bias has " + std::to_string(b.count) + " values, expected num_output = " + std::to_string(count));
+  }
+  *bias = b.data;
+  return Status::Ok();
+}
+
 // Checks the counts of a layer's inputs and outputs and that every input is a plain
 // (elempack 1) blob.
 inline Status check_io(const char* type, const std::vector<Shape>& inputs, size_t min_in, size_t max_in,

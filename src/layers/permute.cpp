@@ -18,9 +18,8 @@ class Permute final : public Layer {
     bool seen[4] = {false, false, false, false};
     for (int v : order_) {
       if (v < 0 || v >= n || seen[v]) {
-        std::string t;
-        for (int o : order_) t += (t.empty() ? "" : ",") + std::to_string(o);
-        return corrupt("order [" + t + "] is not a permutation of 0.." + std::to_string(n - 1));
+        return corrupt("order " + layer_util::join_dims(order_) + " is not a permutation of 0.." +
+                       std::to_string(n - 1));
       }
       seen[v] = true;
     }

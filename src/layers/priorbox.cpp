@@ -60,7 +60,8 @@ class PriorBox final : public Layer {
     aspect_ratios_.assign(1, 1.f);
     if (p->aspect_ratios()) {
       for (float ar : *p->aspect_ratios()) {
-        check.require(ar > 0.f && std::isfinite(ar), [&] { return "aspect ratio " + std::to_string(ar) + " must be > 0"; });
+        check.require(ar > 0.f && std::isfinite(ar),
+                      [&] { return "aspect ratio " + std::to_string(ar) + " must be finite and > 0"; });
         bool exists = false;
         for (float have : aspect_ratios_) exists = exists || std::fabs(ar - have) < 1e-6f;
         if (exists) continue;
