@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Release build's full ctest suite, then an AddressSanitizer +
 # UndefinedBehaviorSanitizer build of the suites that take untrusted input or own
-# memory (bad_input, mat, format, memory, extractor, layers).
+# memory (bad_input, mat, format, memory, extractor, layers, threads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
@@ -18,4 +18,4 @@ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKESTREL_SANITIZE=ad
   -DKESTREL_BUILD_TOOLS=OFF >/dev/null
 cmake --build build/asan -j"$JOBS" --target kestrel_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build/asan -j"$JOBS" --output-on-failure -R '^(bad_input|mat|format|memory|extractor|layers)$'
+  ctest --test-dir build/asan -j"$JOBS" --output-on-failure -R '^(bad_input|mat|format|memory|extractor|layers|threads)$'

@@ -11,10 +11,12 @@ namespace {
 
 std::string shape_string(const Shape& s) {
   // Outermost first, as the model format and the converters write shapes.
-  const int v[4] = {s.c * s.elempack, s.d, s.h, s.w};
-  std::string r = "[";
-  for (int i = 4 - s.dims; i < 4; ++i) r += std::to_string(v[i]) + (i + 1 < 4 ? "," : "");
-  return r + "]";
+  const int c = s.c * s.elempack;
+  std::string r;
+  if (s.dims >= 3) r += std::to_string(c) + ",";
+  if (s.dims == 4) r += std::to_string(s.d) + ",";
+  if (s.dims >= 2) r += std::to_string(s.h) + ",";
+  return "[" + r + std::to_string(s.w) + "]";
 }
 
 }  // namespace
