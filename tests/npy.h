@@ -1,0 +1,53 @@
+// Minimal NumPy .npy reader for little-endian float32 C-order arrays (what
+// tests/torch/gen_cases.py writes).
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace kt {
+
+struct NpyArray {
+  std::vector<int> shape;
+  std::vector<float> data;
+};
+
+// Returns an empty string on success, else what is wrong with the file.
+inline std::string read_npy(const std::string& path, NpyArray* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "cannot open " + path;
+  char magic[8];
+  if (!f.read(magic, 8) || std::string(magic, 6) != "\x93NUMPY") return path + ": not a .npy file";
+  uint32_t header_len = 0;
+  unsigned char b[4] = {0, 0, 0, 0};
+  const int len_bytes = magic[6] == 1 ? 2 : 4;
+  if (!f.read(reinterpret_cast<char*>(b), len_bytes)) return path + ": truncated header";
+  for (int i = len_bytes - 1; i >= 0; --i) header_len = header_len * 256 + b[i];
+  std::string header(header_len, '\0');
+  if (!f.read(&header[0], header_len)) return path + ": truncated header";
+  if (header.find("'<f4'") == std::string::npos) return path + ": dtype is not little-endian float32";
+  if (header.find("'fortran_order': False") == std::string::npos) return path + ": not C order";
+  const size_t open = header.find('(', header.find("'shape'"));
+  const size_t close = header.find(')', open);
+  if (open == std::string::npos || close == std::string::npos) return path + ": no shape";
+  out->shape.clear();
+  size_t count = 1;
+  for (size_t i = open + 1; i < close;) {
+    while (i < close && (header[i] == ' ' || header[i] == ',')) ++i;
+    if (i >= close) break;
+    size_t j = i;
+    while (j < close && header[j] >= '0' && header[j] <= '9') ++j;
+    const int d = std::stoi(header.substr(i, j - i));
+    out->shape.push_back(d);
+    count *= static_cast<size_t>(d);
+    i = j;
+  }
+  out->data.resize(count);
+  if (count && !f.read(reinterpret_cast<char*>(out->data.data()), static_cast<std::streamsize>(count * 4))) {
+    return path + ": truncated data";
+  }
+  return std::string();
+}
+
+}  // namespace kt
