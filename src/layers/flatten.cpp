@@ -4,7 +4,7 @@
 namespace kestrel {
 namespace {
 
-class Flatten final : public Layer {
+class Flatten final : public LayoutOnlyLayer {
  public:
   // FlattenParam has no fields, so a missing table is as good as an empty one.
   Status load(const LoadContext&) override { return Status::Ok(); }
@@ -18,11 +18,6 @@ class Flatten final : public Layer {
     return Status::Ok();
   }
 
-  Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
-                 const ForwardContext& ctx) const override {
-    layer_util::copy_logical(inputs[0], outputs[0], ctx.num_threads);
-    return Status::Ok();
-  }
 };
 
 }  // namespace

@@ -25,6 +25,24 @@ std::unique_ptr<Layer> create_priorbox_layer();
 std::unique_ptr<Layer> create_detectionoutput_layer();
 std::unique_ptr<Layer> create_activation_layer();
 std::unique_ptr<Layer> create_dropout_layer();
+std::unique_ptr<Layer> create_deconvolution_layer();
+std::unique_ptr<Layer> create_batchnorm_layer();
+std::unique_ptr<Layer> create_scale_layer();
+std::unique_ptr<Layer> create_prelu_layer();
+std::unique_ptr<Layer> create_eltwise_layer();
+std::unique_ptr<Layer> create_binaryop_layer();
+std::unique_ptr<Layer> create_lrn_layer();
+std::unique_ptr<Layer> create_normalize_layer();
+std::unique_ptr<Layer> create_slice_layer();
+std::unique_ptr<Layer> create_split_layer();
+std::unique_ptr<Layer> create_crop_layer();
+std::unique_ptr<Layer> create_padding_layer();
+std::unique_ptr<Layer> create_squeeze_layer();
+std::unique_ptr<Layer> create_unsqueeze_layer();
+std::unique_ptr<Layer> create_interp_layer();
+std::unique_ptr<Layer> create_shufflechannel_layer();
+std::unique_ptr<Layer> create_reduce_layer();
+std::unique_ptr<Layer> create_gemm_layer();
 
 namespace layer_util {
 
@@ -282,5 +300,66 @@ inline bool product_fits_int(const int* e, int n, long long* out) {
   return true;
 }
 
+// A blob as `channels` runs of `size` contiguous floats, `stride` apart. The channel
+// is the outermost axis: C of [C,H,W] and [C,D,H,W], H of [H,W] (ONNX's [N,C,L]),
+// W of [W] (ONNX's [N,C]); per-channel layers (BatchNorm, Scale, PReLU, ...) use this.
+struct ChannelView {
+  int channels = 0;
+  size_t size = 0;
+  size_t stride = 0;
+};
+
+inline ChannelView channel_view(const Shape& s, size_t cstep) {
+  ChannelView v;
+  switch (s.dims) {
+    case 1: v.channels = s.w, v.size = 1, v.stride = 1; break;
+    case 2: v.channels = s.h, v.size = static_cast<size_t>(s.w), v.stride = static_cast<size_t>(s.w); break;
+    default: v.channels = s.c, v.size = plane_size(s), v.stride = cstep; break;
+  }
+  return v;
+}
+inline ChannelView channel_view(const Mat& m) { return channel_view(m.shape(), m.cstep); }
+
+// fn(src, dst, n, channel) for every channel of `in` and the same channel of `out`
+// (same shape, any channel strides; src may equal dst), one channel per iteration.
+template <class Fn>
+inline void for_each_channel(const Mat& in, Mat& out, int num_threads, Fn fn) {
+  const ChannelView iv = channel_view(in), ov = channel_view(out);
+#pragma omp parallel for num_threads(num_threads)
+  for (int q = 0; q < iv.channels; ++q) fn(in.data + iv.stride * q, out.data + ov.stride * q, iv.size, q);
+}
+
+// Taps k in [begin, end) of a kernel of `k` taps placed at position `start` with
+// dilation `dil` whose positions start + k * dil fall inside [0, n).
+inline void valid_taps(int start, int n, int k, int dil, int* begin, int* end) {
+  const long long s = start, d = dil;
+  const long long b = s < 0 ? (-s + d - 1) / d : 0;
+  const long long room = n - s;
+  const long long e = room <= 0 ? 0 : std::min<long long>(k, (room + d - 1) / d);
+  *end = static_cast<int>(e);
+  *begin = static_cast<int>(std::min(b, e));
+}
+
+// A per-channel parameter tensor of `count` values must match the input's channel
+// count, or be one shared value.
+inline Status check_channel_count(const Shape& input, int count, const char* what) {
+  const int channels = channel_view(input, 0).channels;
+  if (count == 1 || channels == count) return Status::Ok();
+  return corrupt("input has " + std::to_string(channels) + " channels, " + what + " has " + std::to_string(count) +
+                 " values (expected the channel count or 1)");
+}
+
 }  // namespace layer_util
+
+// Flatten, Reshape, Squeeze, Unsqueeze: only the shape changes; values keep their
+// logical (outermost-first) order, so forward is one strided copy.
+class LayoutOnlyLayer : public Layer {
+ public:
+  Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
+                 const ForwardContext& ctx) const final {
+    layer_util::copy_logical(inputs[0], outputs[0], ctx.num_threads);
+    return Status::Ok();
+  }
+};
+
 }  // namespace kestrel

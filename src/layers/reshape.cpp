@@ -6,7 +6,7 @@ namespace {
 
 using layer_util::corrupt;
 
-class Reshape final : public Layer {
+class Reshape final : public LayoutOnlyLayer {
  public:
   Status load(const LoadContext& ctx) override {
     const fb::ReshapeParam* p = ctx.layer->params_as_ReshapeParam();
@@ -67,11 +67,6 @@ class Reshape final : public Layer {
     return Status::Ok();
   }
 
-  Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
-                 const ForwardContext& ctx) const override {
-    layer_util::copy_logical(inputs[0], outputs[0], ctx.num_threads);
-    return Status::Ok();
-  }
 
  private:
   std::vector<int> target_;
