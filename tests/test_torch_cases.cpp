@@ -9,53 +9,20 @@
 #include <map>
 #include <sstream>
 
-#include "npy.h"
+#include "mat_npy.h"
 #include "test_util.h"
 
 namespace {
+
+using kt::dims_of;
+using kt::dims_string;
+using kt::to_mat;
+using kt::values_of;
 
 struct CaseInfo {
   std::string dir, layer, tag;
   int inputs = 0, outputs = 0;
 };
-
-std::vector<int> dims_of(const kestrel::Mat& m) {
-  switch (m.dims) {
-    case 1: return {m.w};
-    case 2: return {m.h, m.w};
-    case 3: return {m.channels(), m.h, m.w};
-    default: return {m.channels(), m.d, m.h, m.w};
-  }
-}
-
-std::string dims_string(const std::vector<int>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
-kestrel::Mat to_mat(const kt::NpyArray& a) {
-  const std::vector<int>& s = a.shape;
-  kestrel::Shape shape;
-  switch (s.size()) {
-    case 1: shape = kestrel::Shape::make1(s[0]); break;
-    case 2: shape = kestrel::Shape::make2(s[1], s[0]); break;
-    case 3: shape = kestrel::Shape::make3(s[2], s[1], s[0]); break;
-    default: shape = kestrel::Shape::make4(s[3], s[2], s[1], s[0]); break;
-  }
-  kestrel::Mat m;
-  REQUIRE(m.create(shape));
-  const size_t plane = size_t(m.w) * m.h * m.d;
-  for (int q = 0; q < m.c; ++q) std::copy_n(a.data.data() + plane * q, plane, m.channel(q));
-  return m;
-}
-
-std::vector<float> values_of(const kestrel::Mat& m) {
-  std::vector<float> v;
-  const size_t plane = size_t(m.w) * m.h * m.d;
-  for (int q = 0; q < m.c; ++q) v.insert(v.end(), m.channel(q), m.channel(q) + plane);
-  return v;
-}
 
 // Detections are a set: order rows by (score desc, label, box) on both sides, since
 // Caffe/OpenCV list them by class and Kestrel by score.

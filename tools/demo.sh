@@ -8,7 +8,7 @@ source tools/deps.sh
 kestrel_install_deps
 
 BUILD=${KESTREL_BUILD_DIR:-build/release}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKESTREL_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKESTREL_BUILD_TESTS=OFF -DKESTREL_BUILD_CONVERTERS=OFF >/dev/null
 cmake --build "$BUILD" -j"$(kestrel_jobs)" --target kestrel-bench kestrel-zoo
 
 mkdir -p "$BUILD/models"

@@ -3,7 +3,8 @@
 # Sourced by tools/demo.sh and tools/test.sh.
 set -euo pipefail
 
-KESTREL_PACKAGES=(g++ cmake make flatbuffers-compiler libflatbuffers-dev doctest-dev libbenchmark-dev libstb-dev)
+KESTREL_PACKAGES=(g++ cmake make flatbuffers-compiler libflatbuffers-dev doctest-dev libbenchmark-dev libstb-dev
+  libprotobuf-dev protobuf-compiler)
 
 kestrel_install_deps() {
   local missing=()

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 # The layer cases take their expected outputs from PyTorch and OpenCV (Debian's).
-kestrel_install_deps python3 python3-torch python3-opencv python3-numpy python3-flatbuffers
+kestrel_install_deps python3 python3-torch python3-opencv python3-numpy python3-flatbuffers python3-protobuf
 JOBS=$(kestrel_jobs)
 
 echo "== Release build"

@@ -1,0 +1,65 @@
+// The converters' intermediate graph: what a front end (Caffe, ONNX) produces, what
+// the optimizer passes rewrite, and what write_model() serializes to .kst.
+//
+// Conventions are the model format's (src/format/kestrel.fbs): Kestrel layer types
+// and typed parameter tables, shapes and axes outermost first without the batch, and
+// weight layouts as each layer type documents.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kestrel/builder.h"
+#include "kestrel/mat.h"
+#include "kestrel/status.h"
+
+namespace kestrel::convert {
+
+struct Tensor {
+  std::vector<int> shape;
+  std::vector<float> data;
+};
+
+struct Node {
+  std::string name;  // the source model's layer name (kept for messages and profiles)
+  std::string type;  // Kestrel layer type: "Convolution", "Pooling", ...
+  fb::LayerParamsUnion params;
+  std::vector<std::string> inputs;   // blob names
+  std::vector<std::string> outputs;  // blob names; every blob has exactly one producer
+  std::vector<Tensor> weights;       // in the order the layer type documents
+};
+
+struct GraphInput {
+  std::string name;
+  std::vector<int> shape;  // outermost first, without the batch: [C,H,W]
+};
+
+struct Graph {
+  std::vector<GraphInput> inputs;
+  std::vector<std::string> outputs;
+  std::vector<Node> nodes;  // in execution order
+  std::vector<std::pair<std::string, std::string>> metadata;
+
+  // Index of the node producing `blob`, or -1 (graph input or unknown).
+  int producer(const std::string& blob) const;
+  // Indices of the nodes reading `blob`.
+  std::vector<int> consumers(const std::string& blob) const;
+  bool is_output(const std::string& blob) const;
+  // Makes every reader of `from` (nodes and graph outputs) read `to` instead.
+  void replace_uses(const std::string& from, const std::string& to);
+  // Removes the nodes whose flag is set, keeping the order of the others.
+  void erase_nodes(const std::vector<bool>& remove);
+  // Sum of all weight bytes.
+  size_t weight_bytes() const;
+};
+
+// Serializes the graph (every node becomes a layer, weights fp32).
+ModelBuilder to_builder(const Graph& g);
+
+// Loads the serialized graph with Kestrel's own loader (the same verification and
+// shape inference a user's Net::load runs) and returns each blob's shape. Fails with
+// the loader's message when the graph is not a valid Kestrel model.
+Status infer_shapes(const Graph& g, std::map<std::string, Shape>* shapes);
+
+}  // namespace kestrel::convert
