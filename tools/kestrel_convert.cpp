@@ -4,6 +4,8 @@
 //     --input-shape NAME=1,C,H,W   override a declared input shape (batch must be 1)
 //     --meta KEY=VALUE             store metadata in the model (repeatable)
 //     --no-optimize                write the graph layer for layer, unoptimized
+//   kestrel-convert onnx MODEL.onnx OUT.kst [options]   (same options; symbolic dims
+//     need --input-shape)
 //
 // Import -> optimize -> Kestrel's own loader checks the result -> OUT.kst.tmp ->
 // rename to OUT.kst, so an error never leaves an output file behind. Exit codes: 0
@@ -20,6 +22,7 @@
 #include "caffe/caffe_import.h"
 #include "graph/graph.h"
 #include "graph/optimize.h"
+#include "onnx/onnx_import.h"
 
 namespace {
 
@@ -32,6 +35,7 @@ constexpr int kExitUsage = 2;
 
 void print_usage(std::ostream& out) {
   out << "usage: kestrel-convert caffe NET.prototxt NET.caffemodel OUT.kst [options]\n"
+         "       kestrel-convert onnx MODEL.onnx OUT.kst [options]\n"
          "options:\n"
          "  --input-shape NAME=1,C,H,W  override a declared input shape (batch must be 1)\n"
          "  --meta KEY=VALUE            store metadata in the model (repeatable)\n"
@@ -157,14 +161,33 @@ int convert_caffe(const Args& args) {
   return optimize_and_write(g, args, out, args.files[0] + " + " + args.files[1], start);
 }
 
+int convert_onnx(const Args& args) {
+  if (args.files.size() != 2) {
+    std::cerr << "kestrel-convert onnx: expected MODEL.onnx OUT.kst, got " << args.files.size()
+              << " file argument(s)\n";
+    print_usage(std::cerr);
+    return kExitUsage;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string& out = args.files[1];
+  std::remove((out + ".tmp").c_str());
+  kc::OnnxImportOptions options;
+  options.input_shapes = args.input_shapes;
+  kc::Graph g;
+  const Status s = kc::import_onnx(args.files[0], options, &g);
+  if (!s.ok()) return fail(s);
+  return optimize_and_write(g, args, out, args.files[0], start);
+}
+
 struct Format {
   const char* name;
   int (*convert)(const Args& args);
 };
 
-// One entry per source format (ONNX joins here).
+// One entry per source format.
 constexpr Format kFormats[] = {
     {"caffe", convert_caffe},
+    {"onnx", convert_onnx},
 };
 
 }  // namespace

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Every test: the Release build's full ctest suite, then an AddressSanitizer +
 # UndefinedBehaviorSanitizer build of the suites that take untrusted input, own memory
-# or index tensors (bad_input, mat, format, memory, extractor, layers, threads, torch).
+# or index tensors (bad_input, mat, format, memory, extractor, layers, threads, torch)
+# and the converter suites (optimizer, caffe_import, caffe), which parse untrusted files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 # The layer cases take their expected outputs from PyTorch and OpenCV (Debian's).
-kestrel_install_deps python3 python3-torch python3-opencv python3-numpy python3-flatbuffers python3-protobuf
+kestrel_install_deps python3 python3-torch python3-opencv python3-numpy python3-flatbuffers python3-protobuf python3-torchvision python3-onnx libonnx-dev libonnx-testdata
 JOBS=$(kestrel_jobs)
 
 echo "== Release build"
@@ -19,4 +20,4 @@ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKESTREL_SANITIZE=ad
   -DKESTREL_BUILD_TOOLS=OFF >/dev/null
 cmake --build build/asan -j"$JOBS" --target kestrel_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build/asan -j"$JOBS" --output-on-failure -R '^(bad_input|mat|format|memory|extractor|layers|threads|torch)$'
+  ctest --test-dir build/asan -j"$JOBS" --output-on-failure -R '^(bad_input|mat|format|memory|extractor|layers|threads|torch|optimizer|caffe_import|caffe)$'

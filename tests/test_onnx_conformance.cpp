@@ -1,0 +1,386 @@
+// ONNX backend conformance: Kestrel's ONNX front end against ONNX's own test data
+// (Debian's libonnx-testdata: node/, pytorch-converted/, pytorch-operator/ and simple/
+// under /usr/share/libonnx-testdata/data, each test a model.onnx with
+// test_data_set_*/input_*.pb and output_*.pb).
+//
+// Every model goes through what kestrel-convert does (import_onnx_bytes, optimize,
+// to_builder) and Kestrel's own loader, runs on each data set, and its outputs are
+// compared with ONNX's backend tolerance (|got - want| <= 1e-5 + 1e-3 * |want|
+// elementwise) and the same shape once the batch dim of 1 is dropped, with the fast
+// kernels and with the reference ones (1 thread). Each test is:
+//   - pass;
+//   - unsupported: an op not in supported_onnx_ops(), inputs or outputs Kestrel cannot
+//     carry (not float32 tensors, batch other than 1, scalars, rank > 5), or import_onnx
+//     saying kUnsupported (its message must name the node);
+//   - too large: a model over kMaxModelBytes or an input over kMaxInputElements;
+//   - fail: anything else (a wrong result or shape, a load or run error, any other
+//     import error on a model whose ops are all claimed, an exception).
+// The table counts each test under each op type of its model (unsupported ones under
+// the op that is not supported when it is known); the totals count tests.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/optimize.h"
+#include "kestrel/net.h"
+#include "onnx/onnx_import.h"
+#include "onnx_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kestrel::ErrorCode;
+using kestrel::Status;
+
+constexpr const char* kDataDir = "/usr/share/libonnx-testdata/data";
+constexpr const char* kSubdirs[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+constexpr uintmax_t kMaxModelBytes = 4u << 20;
+constexpr size_t kMaxInputElements = 1u << 20;
+
+enum Outcome { kPass = 0, kUnsupported, kFail, kTooLarge, kOutcomes };
+const char* const kOutcomeNames[] = {"pass", "unsupported", "fail", "too large"};
+
+struct TestResult {
+  std::string name;  // "node/test_relu"
+  Outcome outcome = kFail;
+  std::string reason;
+  std::vector<std::string> ops;  // the op types the outcome is counted under
+};
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// The op type in import_onnx's "node 'NAME' (OpType, opset N): ..." message, or "".
+std::string op_in_message(const std::string& msg) {
+  const size_t n = msg.find("node '");
+  if (n == std::string::npos) return "";
+  const size_t open = msg.find("' (", n + 6);
+  if (open == std::string::npos) return "";
+  const size_t start = open + 3;
+  const size_t end = msg.find_first_of(",)", start);
+  return end == std::string::npos ? "" : msg.substr(start, end - start);
+}
+
+std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> r;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) r.push_back(e.path());
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+struct DataSet {
+  std::string name;
+  std::vector<ot::FloatTensor> inputs, outputs;
+  std::vector<std::vector<int>> in_dims, out_dims;  // Kestrel dims (batch dropped)
+};
+
+// Reads one data set; "" or why it cannot be run (*outcome says which kind).
+std::string read_data_set(const fs::path& dir, const ot::ModelInfo& mi, DataSet* ds, Outcome* outcome) {
+  ds->name = dir.filename().string();
+  *outcome = kUnsupported;
+  auto read = [&](const char* kind, size_t i, const std::string& tensor_name, ot::FloatTensor* t,
+                  std::vector<int>* kd) -> std::string {
+    const fs::path p = dir / (std::string(kind) + "_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) {
+      *outcome = kFail;
+      return ds->name + ": missing " + p.filename().string();
+    }
+    std::string why = ot::read_float_tensor(p.string(), t);
+    if (why.empty()) why = ot::kestrel_dims(t->dims, kd);
+    if (!why.empty()) return std::string(kind) + " '" + tensor_name + "': " + why;
+    return "";
+  };
+  ds->inputs.resize(mi.inputs.size());
+  ds->in_dims.resize(mi.inputs.size());
+  for (size_t i = 0; i < mi.inputs.size(); ++i) {
+    const std::string why = read("input", i, mi.inputs[i].name, &ds->inputs[i], &ds->in_dims[i]);
+    if (!why.empty()) return why;
+    if (ds->inputs[i].values.size() > kMaxInputElements) {
+      *outcome = kTooLarge;
+      return "input '" + mi.inputs[i].name + "' of " + std::to_string(ds->inputs[i].values.size()) + " elements";
+    }
+  }
+  ds->outputs.resize(mi.outputs.size());
+  ds->out_dims.resize(mi.outputs.size());
+  for (size_t i = 0; i < mi.outputs.size(); ++i) {
+    const std::string why = read("output", i, mi.outputs[i].name, &ds->outputs[i], &ds->out_dims[i]);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+// Runs the converted model on every data set; "" or the first difference.
+std::string run_and_compare(const std::vector<uint8_t>& bytes, const ot::ModelInfo& mi,
+                            const std::vector<DataSet>& sets, kestrel::KernelSet kernels) {
+  kestrel::Net net;
+  net.option().num_threads = 1;
+  net.option().kernels = kernels;
+  const Status ls = net.load(bytes.data(), bytes.size());
+  if (!ls.ok()) return "Net::load: " + ls.message();
+  const std::vector<std::string> in_names = net.input_names(), out_names = net.output_names();
+  for (const ot::ValueInfo& v : mi.inputs) {
+    if (std::find(in_names.begin(), in_names.end(), v.name) == in_names.end()) {
+      return "the converted model has no input '" + v.name + "'";
+    }
+  }
+  for (const DataSet& ds : sets) {
+    std::vector<kestrel::Mat> mats(ds.inputs.size());
+    kestrel::Extractor ex = net.create_extractor();
+    ex.set_light_mode(false);
+    for (size_t i = 0; i < ds.inputs.size(); ++i) {
+      if (!ot::make_mat(ds.in_dims[i], ds.inputs[i].values, &mats[i])) return "cannot make the input Mat";
+      const Status s = ex.input(mi.inputs[i].name, mats[i]);
+      if (!s.ok()) return ds.name + ": input '" + mi.inputs[i].name + "': " + s.message();
+    }
+    for (size_t i = 0; i < ds.outputs.size(); ++i) {
+      const std::string& name = mi.outputs[i].name;
+      kestrel::Mat out;
+      const Status s = ex.extract(name, out);
+      if (!s.ok()) return ds.name + ": extract '" + name + "': " + s.message();
+      std::vector<int> got_dims;
+      if (!out.empty()) got_dims = ot::mat_dims(out);
+      if (got_dims != ds.out_dims[i]) {
+        std::vector<int64_t> g(got_dims.begin(), got_dims.end()), w(ds.out_dims[i].begin(), ds.out_dims[i].end());
+        return ds.name + ": output '" + name + "': shape " + ot::dims_text(g) + ", expected " + ot::dims_text(w) +
+               " (batch dropped)";
+      }
+      const std::string diff = ot::compare_values(ot::mat_values(out), ds.outputs[i].values);
+      if (!diff.empty()) return ds.name + ": output '" + name + "': " + diff;
+    }
+  }
+  return "";
+}
+
+TestResult run_test(const fs::path& dir, const std::string& group, const std::set<std::string>& claimed) {
+  TestResult r;
+  r.name = group + "/" + dir.filename().string();
+  const fs::path model = dir / "model.onnx";
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(model, ec);
+  if (ec) {
+    r.reason = "no model.onnx";
+    return r;
+  }
+  if (size > kMaxModelBytes) {
+    r.outcome = kTooLarge;
+    r.reason = "model.onnx of " + std::to_string(size) + " bytes";
+    return r;
+  }
+  std::string bytes;
+  ot::ModelInfo mi;
+  if (!ot::read_bytes(model.string(), &bytes)) {
+    r.reason = "cannot read model.onnx";
+    return r;
+  }
+  const std::string bad_model = ot::read_model_info(bytes, &mi);
+  if (!bad_model.empty()) {
+    r.reason = bad_model;
+    return r;
+  }
+  r.ops = mi.op_types;
+  if (r.ops.empty()) r.ops = {"(no nodes)"};
+
+  // Ops the front end does not claim: unsupported, counted under those ops. The
+  // import still runs (it must fail cleanly or convert, never crash).
+  std::vector<std::string> unclaimed;
+  std::string unclaimed_text;
+  for (const ot::NodeInfo& n : mi.nodes) {
+    const std::string key =
+        (n.domain.empty() || n.domain == "ai.onnx") ? n.op_type : n.domain + "." + n.op_type;
+    if (claimed.count(key) || std::find(unclaimed.begin(), unclaimed.end(), key) != unclaimed.end()) continue;
+    unclaimed.push_back(key);
+    unclaimed_text += (unclaimed_text.empty() ? "" : ", ") + key + " (node '" + n.name + "')";
+  }
+  if (!unclaimed.empty()) {
+    kestrel::convert::Graph g;
+    const Status s = kestrel::convert::import_onnx_bytes(bytes.data(), bytes.size(), {}, &g);
+    r.outcome = kUnsupported;
+    r.ops = unclaimed;
+    r.reason = "not in supported_onnx_ops(): " + unclaimed_text +
+               (s.ok() ? " (import_onnx converted it anyway)" : "");
+    return r;
+  }
+
+  // Inputs and outputs Kestrel can carry: float32 tensors with a batch of 1.
+  for (const ot::ValueInfo& v : mi.inputs) {
+    if (!v.is_tensor || v.elem_type != onnx::TensorProto::FLOAT) {
+      r.outcome = kUnsupported;
+      r.reason = "input types/shapes: input '" + v.name + "' is " + v.type_text();
+      return r;
+    }
+  }
+  for (const ot::ValueInfo& v : mi.outputs) {
+    if (!v.is_tensor || v.elem_type != onnx::TensorProto::FLOAT) {
+      r.outcome = kUnsupported;
+      r.reason = "input types/shapes: output '" + v.name + "' is " + v.type_text();
+      return r;
+    }
+  }
+  std::vector<DataSet> sets;
+  for (const fs::path& d : sorted_dirs(dir, "test_data_set_")) {
+    DataSet ds;
+    Outcome o;
+    const std::string why = read_data_set(d, mi, &ds, &o);
+    if (!why.empty()) {
+      r.outcome = o;
+      r.reason = (o == kUnsupported ? "input types/shapes: " : "") + why;
+      return r;
+    }
+    sets.push_back(std::move(ds));
+  }
+  if (sets.empty()) {
+    r.reason = "no test_data_set_*";
+    return r;
+  }
+
+  // Symbolic or missing input dims: the first data set's shapes.
+  kestrel::convert::OnnxImportOptions options;
+  for (size_t i = 0; i < mi.inputs.size(); ++i) {
+    if (!mi.inputs[i].fixed()) options.input_shapes.emplace_back(mi.inputs[i].name, sets[0].in_dims[i]);
+  }
+  kestrel::convert::Graph g;
+  const Status is = kestrel::convert::import_onnx_bytes(bytes.data(), bytes.size(), options, &g);
+  if (!is.ok()) {
+    if (is.code() != ErrorCode::kUnsupported) {
+      r.reason = std::string("import_onnx: ") + kestrel::error_code_name(is.code()) + ": " + is.message();
+      return r;
+    }
+    if (!contains(is.message(), "node '")) {
+      r.reason = "import_onnx: kUnsupported without naming the node: " + is.message();
+      return r;
+    }
+    r.outcome = kUnsupported;
+    r.reason = "import_onnx: " + is.message();
+    const std::string op = op_in_message(is.message());
+    if (std::find(mi.op_types.begin(), mi.op_types.end(), op) != mi.op_types.end()) r.ops = {op};
+    return r;
+  }
+  kestrel::convert::OptimizeReport report;
+  const Status os = kestrel::convert::optimize(g, &report);
+  if (!os.ok()) {
+    r.reason = "optimize: " + os.message();
+    return r;
+  }
+  const std::vector<uint8_t> kst = kestrel::convert::to_builder(g).serialize();
+  // The fast kernels (what users get) and the reference ones (the oracle).
+  r.reason = run_and_compare(kst, mi, sets, kestrel::KernelSet::kFast);
+  if (r.reason.empty()) {
+    r.reason = run_and_compare(kst, mi, sets, kestrel::KernelSet::kReference);
+    if (!r.reason.empty()) r.reason = "reference kernels: " + r.reason;
+  }
+  r.outcome = r.reason.empty() ? kPass : kFail;
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE("onnx_conformance") {
+  TEST_CASE("ONNX backend test data: import, optimize, run, compare") {
+    if (!fs::is_directory(kDataDir)) {
+      MESSAGE(kDataDir, " is absent (Debian's libonnx-testdata): nothing to run");
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<std::string> claimed_list = kestrel::convert::supported_onnx_ops();
+    const std::set<std::string> claimed(claimed_list.begin(), claimed_list.end());
+    CHECK_MESSAGE(!claimed.empty(), "supported_onnx_ops() is empty");
+
+    std::vector<TestResult> results;
+    std::map<std::string, std::array<int, kOutcomes>> group_totals;
+    for (const char* sub : kSubdirs) {
+      for (const fs::path& dir : sorted_dirs(fs::path(kDataDir) / sub, "test_")) {
+        TestResult r;
+        try {
+          r = run_test(dir, sub, claimed);
+        } catch (const std::exception& e) {
+          r.name = std::string(sub) + "/" + dir.filename().string();
+          r.outcome = kFail;
+          r.reason = std::string("exception: ") + e.what();
+        }
+        group_totals[sub][r.outcome]++;
+        results.push_back(std::move(r));
+      }
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    std::map<std::string, std::array<int, kOutcomes>> per_op;
+    std::array<int, kOutcomes> total{};
+    std::set<std::string> passing_ops;
+    for (const TestResult& r : results) {
+      total[r.outcome]++;
+      for (const std::string& op : r.ops) {
+        per_op[op][r.outcome]++;
+        if (r.outcome == kPass) passing_ops.insert(op);
+      }
+    }
+    std::ostringstream table;
+    table << "\nONNX conformance (" << results.size() << " tests, " << secs << " s)\n\n"
+          << "| op | pass | unsupported | fail | too large |\n|---|---|---|---|---|\n";
+    for (const auto& [op, c] : per_op) {
+      table << "| " << op << (claimed.count(op) ? "" : " (not claimed)") << " | " << c[kPass] << " | "
+            << c[kUnsupported] << " | " << c[kFail] << " | " << c[kTooLarge] << " |\n";
+    }
+    for (const auto& [group, c] : group_totals) {
+      table << "| **" << group << "** | " << c[kPass] << " | " << c[kUnsupported] << " | " << c[kFail] << " | "
+            << c[kTooLarge] << " |\n";
+    }
+    table << "| **total (tests)** | " << total[kPass] << " | " << total[kUnsupported] << " | " << total[kFail]
+          << " | " << total[kTooLarge] << " |\n";
+    int not_claimed = 0, io = 0, by_import = 0;
+    for (const TestResult& r : results) {
+      if (r.outcome != kUnsupported) continue;
+      if (r.reason.rfind("not in supported_onnx_ops()", 0) == 0) ++not_claimed;
+      else if (r.reason.rfind("import_onnx: ", 0) == 0) ++by_import;
+      else ++io;
+    }
+    table << "\nUnsupported: " << not_claimed << " with ops not in supported_onnx_ops(), " << io
+          << " with input types/shapes Kestrel cannot carry (not float32, batch other than 1, scalars), "
+          << by_import << " refused by import_onnx (kUnsupported)\n";
+    std::string never;
+    for (const std::string& op : claimed_list) {
+      if (!passing_ops.count(op)) never += (never.empty() ? "" : ", ") + op;
+    }
+    table << "\nClaimed ops with no passing test here: " << (never.empty() ? "none" : never) << "\n";
+    // Why runnable-looking tests were unsupported by the import (not the unclaimed or
+    // IO ones, which the table already explains).
+    std::string import_unsupported;
+    for (const TestResult& r : results) {
+      if (r.outcome == kUnsupported && r.reason.rfind("import_onnx: ", 0) == 0) {
+        import_unsupported += "\n  " + r.name + ": " + r.reason.substr(13);
+      }
+    }
+    if (!import_unsupported.empty()) table << "\nUnsupported by import_onnx:" << import_unsupported << "\n";
+    std::string too_large;
+    for (const TestResult& r : results) {
+      if (r.outcome == kTooLarge) too_large += "\n  " + r.name + ": " + r.reason;
+    }
+    if (!too_large.empty()) table << "\nToo large:" << too_large << "\n";
+    MESSAGE(table.str());
+
+    std::string failures;
+    for (const TestResult& r : results) {
+      if (r.outcome == kFail) {
+        std::string ops;
+        for (const std::string& op : r.ops) ops += (ops.empty() ? "" : ",") + op;
+        failures += "\n  " + r.name + " [" + ops + "]: " + r.reason;
+      }
+    }
+    CHECK_MESSAGE(total[kFail] == 0, total[kFail], " failing tests:", failures);
+    // The data set holds over a thousand tests: a walk that found few read nothing.
+    CHECK(results.size() >= 1000);
+  }
+}  // TEST_SUITE
+
