@@ -89,6 +89,36 @@ inline std::string read_float_tensor(const std::string& path, FloatTensor* t) {
   return "";
 }
 
+// Reads a test data file as it is (any element type), for freezing a graph input
+// into an initializer. Returns "" or why it cannot be read.
+inline std::string read_tensor_proto(const std::string& path, onnx::TensorProto* p) {
+  std::string bytes;
+  if (!read_bytes(path, &bytes)) return "cannot read " + path;
+  if (!p->ParseFromString(bytes)) return "not a TensorProto: " + path;
+  return "";
+}
+
+// The model with `values` (named after graph inputs) added as initializers. The inputs
+// stay listed in graph.input: the importer (like ONNX) takes an input that is also an
+// initializer for a constant. Returns "" or why not.
+inline std::string freeze_inputs(const std::string& model_bytes, const std::vector<onnx::TensorProto>& values,
+                                 std::string* out) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(model_bytes)) return "not a ModelProto";
+  onnx::GraphProto* g = model.mutable_graph();
+  for (const onnx::TensorProto& v : values) {
+    bool is_input = false;
+    for (const onnx::ValueInfoProto& i : g->input()) is_input = is_input || i.name() == v.name();
+    if (!is_input) return "'" + v.name() + "' is not a graph input";
+    for (const onnx::TensorProto& t : g->initializer()) {
+      if (t.name() == v.name()) return "'" + v.name() + "' is already an initializer";
+    }
+    *g->add_initializer() = v;
+  }
+  if (!model.SerializeToString(out)) return "cannot serialize the model";
+  return "";
+}
+
 // Kestrel's view of an ONNX tensor: the leading batch dim of 1 dropped, then 1 to 4
 // dims. Returns "" or why the dims do not fit.
 inline std::string kestrel_dims(const std::vector<int64_t>& onnx_dims, std::vector<int>* out) {

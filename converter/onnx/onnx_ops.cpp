@@ -344,6 +344,7 @@ Status convert_softmax(OpContext& ctx) {
   // over the last axis only when it is the last axis or the ones after it are 1.
   const int64_t axis_attr = attr_int(ctx.node, "axis", ctx.opset < 13 ? 1 : -1);
   fb::SoftmaxParamT p;
+  p.log = ctx.node.op_type() == "LogSoftmax";
   if (!(s = kestrel_axis(axis_attr, in.size(), "axis", &p.axis)).ok()) return s;
   if (ctx.opset < 13) {
     for (size_t i = static_cast<size_t>(p.axis) + 2; i < in.size(); ++i) {
@@ -390,6 +391,7 @@ const std::vector<OpSpec> kOps = {
     {"Gemm", convert_gemm, 2, 3},
     {"MatMul", convert_matmul, 2, 2},
     {"Softmax", convert_softmax, 1, 1},
+    {"LogSoftmax", convert_softmax, 1, 1},
     {"Identity", convert_identity, 1, 1},
     {"Dropout", convert_identity, 1, 3},
 };

@@ -1,4 +1,4 @@
-// Softmax along one axis of a 1-D to 4-D blob.
+// Softmax (or LogSoftmax) along one axis of a 1-D to 4-D blob.
 #include <cmath>
 
 #include "layers/layers.h"
@@ -15,6 +15,7 @@ class Softmax final : public Layer {
     const fb::SoftmaxParam* p = ctx.layer->params_as_SoftmaxParam();
     if (!p) return corrupt("missing SoftmaxParam");
     axis_param_ = p->axis();
+    log_ = p->log();
     return Status::Ok();
   }
 
@@ -63,7 +64,11 @@ class Softmax final : public Layer {
         ioff += idx * is[k];
         ooff += idx * os[k];
       }
-      softmax_line(src + ioff, istep, dst + ooff, ostep, len);
+      if (log_) {
+        log_softmax_line(src + ioff, istep, dst + ooff, ostep, len);
+      } else {
+        softmax_line(src + ioff, istep, dst + ooff, ostep, len);
+      }
     }
     return Status::Ok();
   }
@@ -83,8 +88,19 @@ class Softmax final : public Layer {
     for (int i = 0; i < len; ++i) dst[i * ostep] /= sum;
   }
 
+  // The sum is taken before anything is written, so src may equal dst here too.
+  static void log_softmax_line(const float* src, size_t istep, float* dst, size_t ostep, int len) {
+    float m = src[0];
+    for (int i = 1; i < len; ++i) m = std::fmax(m, src[i * istep]);
+    float sum = 0.f;
+    for (int i = 0; i < len; ++i) sum += std::exp(src[i * istep] - m);
+    const float shift = m + std::log(sum);
+    for (int i = 0; i < len; ++i) dst[i * ostep] = src[i * istep] - shift;
+  }
+
   int axis_param_ = 0;
   int axis_ = 0;
+  bool log_ = false;
 };
 
 }  // namespace

@@ -194,8 +194,9 @@ def softmax_cases(rng):
             x = (rng.standard_normal(shape) * 4).astype(np.float32)
             p = SoftmaxParamT()
             p.axis = axis
-            y = torch.softmax(t(x), dim=axis)
-            cases.append(Case("Softmax", p, [x], [f32(y)], [], f"{shape} axis{axis}"))
+            p.log = len(cases) % 3 == 0  # LogSoftmax on every third case
+            y = torch.log_softmax(t(x), dim=axis) if p.log else torch.softmax(t(x), dim=axis)
+            cases.append(Case("Softmax", p, [x], [f32(y)], [], f"{shape} axis{axis} log{p.log}"))
     return cases
 
 
