@@ -17,6 +17,7 @@
 #include "caffe.pb.h"
 #include "caffe/caffe_import.h"
 #include "graph/graph.h"
+#include "graph_run.h"
 #include "kestrel/net.h"
 
 namespace {
@@ -105,28 +106,7 @@ struct Case {
   }
 };
 
-// Runs the graph with Kestrel on a CHW input and returns `output` in logical order.
-std::vector<float> run(const kc::Graph& g, const std::vector<float>& input, const std::string& output) {
-  const std::vector<uint8_t> bytes = kc::to_builder(g).serialize();
-  kestrel::Net net;
-  REQUIRE(net.load(bytes.data(), bytes.size()).ok());
-  kestrel::Shape s;
-  REQUIRE(net.input_shape(g.inputs[0].name, &s).ok());
-  kestrel::Mat in;
-  REQUIRE(in.create(s));
-  const size_t plane = static_cast<size_t>(s.w) * s.h * s.d;
-  REQUIRE(input.size() == plane * s.c);
-  for (int q = 0; q < s.c; ++q) std::copy_n(input.data() + q * plane, plane, in.channel(q));
-  kestrel::Extractor ex = net.create_extractor();
-  REQUIRE(ex.input(g.inputs[0].name, in).ok());
-  kestrel::Mat out;
-  const Status st = ex.extract(output, out);
-  REQUIRE_MESSAGE(st.ok(), st.message());
-  std::vector<float> r;
-  const size_t oplane = static_cast<size_t>(out.w) * out.h * out.d;
-  for (int q = 0; q < out.c; ++q) r.insert(r.end(), out.channel(q), out.channel(q) + oplane);
-  return r;
-}
+using kt::run_graph;
 
 const kc::Node* node_named(const kc::Graph& g, const std::string& name) {
   for (const kc::Node& n : g.nodes) {
@@ -227,7 +207,7 @@ layers { name: "relu1" type: RELU bottom: "conv1" top: "conv1" }
     CHECK(g.nodes[1].type == "Activation");
     // x: channel-major [3][1][2].
     const std::vector<float> x = {1.f, 2.f, 3.f, -1.f, 0.f, 4.f};
-    const std::vector<float> y = run(g, x, "conv1");
+    const std::vector<float> y = run_graph(g, x, "conv1");
     REQUIRE(y.size() == 4);
     for (int o = 0; o < 2; ++o) {
       for (int p = 0; p < 2; ++p) {
@@ -290,8 +270,8 @@ layer { name: "bn2" type: "BatchNorm" bottom: "bn1" top: "bn2" batch_norm_param 
                               &g);
     REQUIRE_MESSAGE(s.ok(), s.message());
     const std::vector<float> x = {1.f, -2.f, 0.5f, 3.f, 0.f, -1.f};
-    const std::vector<float> y1 = run(g, x, "bn1");
-    const std::vector<float> y2 = run(g, x, "bn2");
+    const std::vector<float> y1 = run_graph(g, x, "bn1");
+    const std::vector<float> y2 = run_graph(g, x, "bn2");
     REQUIRE(y1.size() == 6);
     for (int ch = 0; ch < 2; ++ch) {
       for (int i = 0; i < 3; ++i) {
@@ -316,7 +296,7 @@ layer { name: "pow" type: "Power" bottom: "fc" top: "pow" power_param { power: 2
 )",
                               {{"fc", {{{3, 2}, wt}}}}, &g);
     REQUIRE_MESSAGE(s.ok(), s.message());
-    const std::vector<float> y = run(g, {1.f, -1.f, 2.f}, "pow");
+    const std::vector<float> y = run_graph(g, {1.f, -1.f, 2.f}, "pow");
     REQUIRE(y.size() == 2);
     const float fc0 = 1.f - 2.f + 6.f, fc1 = 4.f - 5.f + 12.f;
     CHECK(y[0] == doctest::Approx(std::pow(1.f + 0.5f * fc0, 2.f)));
@@ -337,7 +317,7 @@ layer { name: "flat" type: "Flatten" bottom: "lrn" top: "flat" flatten_param { a
     CHECK(node_named(g, "flat")->type == "Reshape");
     CHECK(node_named(g, "flat")->params.AsReshapeParam()->shape == std::vector<int>{0, -1});
     const std::vector<float> x = {1.f, -2.f, 0.5f, 3.f, -1.f, 0.25f};
-    const std::vector<float> y = run(g, x, "flat");
+    const std::vector<float> y = run_graph(g, x, "flat");
     REQUIRE(y.size() == 6);
     for (int ch = 0; ch < 3; ++ch) {
       for (int i = 0; i < 2; ++i) {
@@ -401,7 +381,7 @@ layer { name: "det" type: "DetectionOutput" bottom: "loc_flat" bottom: "conf_out
                               {{"bias", {{{4}, bias}}}}, &g);
     REQUIRE_MESSAGE(s.ok(), s.message());
     const std::vector<float> x = ramp(36, -2.f, 0.37f);
-    const std::vector<float> got = run(g, x, "u");
+    const std::vector<float> got = run_graph(g, x, "u");
     REQUIRE(got.size() == 4 * 12 * 12);
     // ShuffleNet's order for 4 channels in 2 groups: 0, 2, 1, 3.
     const int from[4] = {0, 2, 1, 3};

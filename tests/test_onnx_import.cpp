@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph_run.h"
 #include "kestrel/net.h"
 #include "onnx.pb.h"
 #include "onnx/onnx_import.h"
@@ -90,29 +91,7 @@ void attr_ints(onnx::NodeProto* n, const char* name, const std::vector<int64_t>&
   for (int64_t x : v) a->add_ints(x);
 }
 
-// Runs the graph on `input` (logical order, batch dropped) and returns `output`.
-std::vector<float> run(const kc::Graph& g, const std::vector<float>& input, const std::string& output) {
-  const std::vector<uint8_t> bytes = kc::to_builder(g).serialize();
-  kestrel::Net net;
-  const Status ls = net.load(bytes.data(), bytes.size());
-  REQUIRE_MESSAGE(ls.ok(), ls.message());
-  kestrel::Shape s;
-  REQUIRE(net.input_shape(g.inputs[0].name, &s).ok());
-  kestrel::Mat in;
-  REQUIRE(in.create(s));
-  const size_t plane = static_cast<size_t>(s.w) * s.h * s.d;
-  REQUIRE(input.size() == plane * s.c);
-  for (int q = 0; q < s.c; ++q) std::copy_n(input.data() + q * plane, plane, in.channel(q));
-  kestrel::Extractor ex = net.create_extractor();
-  REQUIRE(ex.input(g.inputs[0].name, in).ok());
-  kestrel::Mat out;
-  const Status st = ex.extract(output, out);
-  REQUIRE_MESSAGE(st.ok(), st.message());
-  std::vector<float> r;
-  const size_t oplane = static_cast<size_t>(out.w) * out.h * out.d;
-  for (int q = 0; q < out.c; ++q) r.insert(r.end(), out.channel(q), out.channel(q) + oplane);
-  return r;
-}
+using kt::run_graph;
 
 void check_close(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-4f) {
   REQUIRE(got.size() == want.size());
@@ -170,7 +149,7 @@ void run_test_data(const std::string& name) {
   if (!s.ok()) return;
   const std::vector<float> in = read_pb(dir / "test_data_set_0" / "input_0.pb");
   const std::vector<float> want = read_pb(dir / "test_data_set_0" / "output_0.pb");
-  check_close(run(g, in, g.outputs[0]), want);
+  check_close(run_graph(g, in, g.outputs[0]), want);
 }
 
 }  // namespace
@@ -202,7 +181,7 @@ TEST_SUITE("onnx_import") {
     REQUIRE_MESSAGE(s.ok(), s.message());
     CHECK(g.inputs[0].shape == std::vector<int>{1, 2, 2});
     // channel 0: x + 0.5 + 1; channel 1: relu(-2x + 10)
-    check_close(run(g, {1, 2, 3, 6}, "y"), {2.5f, 3.5f, 4.5f, 7.5f, 8, 6, 4, 0});
+    check_close(run_graph(g, {1, 2, 3, 6}, "y"), {2.5f, 3.5f, 4.5f, 7.5f, 8, 6, 4, 0});
   }
 
   TEST_CASE("Gemm with constant B becomes an InnerProduct") {
@@ -216,7 +195,7 @@ TEST_SUITE("onnx_import") {
     kc::Graph g;
     REQUIRE(m.import(&g).ok());
     CHECK(has_type(g, "InnerProduct"));
-    check_close(run(g, {1, 1, 2}, "y"), {1 + 2 + 6 + 1.f, 4 + 5 + 12 - 1.f});
+    check_close(run_graph(g, {1, 1, 2}, "y"), {1 + 2 + 6 + 1.f, 4 + 5 + 12 - 1.f});
   }
 
   TEST_CASE("the exporters' flatten chain folds to a constant Reshape") {
@@ -241,7 +220,7 @@ TEST_SUITE("onnx_import") {
     REQUIRE(g.nodes.size() == 2);
     CHECK(g.nodes[0].type == "Reshape");
     CHECK(g.nodes[0].params.AsReshapeParam()->shape == std::vector<int>{-1});
-    check_close(run(g, {1, 2, 3, 4, 5, 6, 7, 8}, "y"), {2, 4, 6, 8, 10, 12, 14, 16});
+    check_close(run_graph(g, {1, 2, 3, 4, 5, 6, 7, 8}, "y"), {2, 4, 6, 8, 10, 12, 14, 16});
   }
 
   TEST_CASE("symbolic batch is 1; --input-shape fills symbolic dims") {
