@@ -63,4 +63,21 @@ inline Status read_conv_spec(const LoadContext& ctx, ConvSpec* c) {
   return check_activation(c->act);
 }
 
+// Binds the kernel (already shape-checked by the caller, whose layout it is: `d0` x
+// `d1` x kh x kw values) and the bias, checking the value counts with overflow checks.
+inline Status bind_conv_weights(const LoadContext& ctx, const ConvSpec& c, int d0, int d1, const float** weight,
+                                const float** bias) {
+  const WeightView& w = ctx.weights[0];
+  size_t expected = 0;
+  if (!checked_mul({size_t(d0), size_t(d1), size_t(c.kh), size_t(c.kw)}, &expected)) {
+    return layer_util::corrupt("kernel weight count overflows");
+  }
+  if (w.count != expected || !w.data) {
+    return layer_util::corrupt("kernel weight has " + std::to_string(w.count) + " values, expected " +
+                               std::to_string(expected));
+  }
+  *weight = w.data;
+  return layer_util::load_bias(ctx.weights, c.bias, c.num_output, bias);
+}
+
 }  // namespace kestrel

@@ -26,15 +26,7 @@ class Convolution final : public Layer {
                      "]");
     }
     in_per_group_ = w.shape[1];
-    size_t expected = 0;
-    if (!checked_mul({size_t(c_.num_output), size_t(in_per_group_), size_t(c_.kh), size_t(c_.kw)}, &expected)) {
-      return corrupt("kernel weight count overflows");
-    }
-    if (w.count != expected || !w.data) {
-      return corrupt("kernel weight has " + std::to_string(w.count) + " values, expected " + std::to_string(expected));
-    }
-    weight_ = w.data;
-    return layer_util::load_bias(ctx.weights, c_.bias, c_.num_output, &bias_);
+    return bind_conv_weights(ctx, c_, c_.num_output, in_per_group_, &weight_, &bias_);
   }
 
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {

@@ -51,15 +51,7 @@ class Deconvolution final : public Layer {
                      std::to_string(c_.kw) + "]");
     }
     in_channels_ = w.shape[0];
-    size_t expected = 0;
-    if (!checked_mul({size_t(in_channels_), size_t(out_per_group), size_t(c_.kh), size_t(c_.kw)}, &expected)) {
-      return corrupt("kernel weight count overflows");
-    }
-    if (w.count != expected || !w.data) {
-      return corrupt("kernel weight has " + std::to_string(w.count) + " values, expected " + std::to_string(expected));
-    }
-    weight_ = w.data;
-    return layer_util::load_bias(ctx.weights, c_.bias, c_.num_output, &bias_);
+    return bind_conv_weights(ctx, c_, in_channels_, out_per_group, &weight_, &bias_);
   }
 
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
