@@ -1,3 +1,4 @@
+#include <climits>
 #include <omp.h>
 
 #include <algorithm>
@@ -146,11 +147,25 @@ Status ExtractorImpl::allocate_blob(int b, Mat* m) {
   return Status::Ok();
 }
 
-Status ExtractorImpl::ensure_scratch() {
-  if (net_->max_workspace_bytes > 0 && workspace_.data == nullptr &&
-      !workspace_.create(Shape::make1(static_cast<int>(net_->max_workspace_bytes / sizeof(float) + 1)), memory_)) {
-    return Status(ErrorCode::kOutOfMemory,
-                  "cannot allocate " + std::to_string(net_->max_workspace_bytes) + " bytes of layer workspace");
+size_t ExtractorImpl::shared_workspace_bytes() const {
+  return (net_->max_workspace_bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+size_t ExtractorImpl::thread_scratch_stride() const {
+  return (net_->max_workspace_per_thread_bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+Status ExtractorImpl::ensure_scratch(int num_threads) {
+  // One block: the layers' shared scratch, then one region per worker thread.
+  const size_t need = shared_workspace_bytes() + thread_scratch_stride() * static_cast<size_t>(num_threads);
+  if (need > 0 && (workspace_.data == nullptr || workspace_size_ < need)) {
+    workspace_.release();
+    workspace_size_ = 0;
+    if (need / sizeof(float) + 1 > static_cast<size_t>(INT_MAX) ||
+        !workspace_.create(Shape::make1(static_cast<int>(need / sizeof(float) + 1)), memory_)) {
+      return Status(ErrorCode::kOutOfMemory, "cannot allocate " + std::to_string(need) + " bytes of layer workspace");
+    }
+    workspace_size_ = need;
   }
   if (opt_.memory != MemoryStrategy::kPlan) return Status::Ok();
   // A user still holding an output of an earlier inference keeps that arena alive;
@@ -188,6 +203,10 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
   ForwardContext ctx;
   ctx.num_threads = num_threads;
   ctx.workspace = workspace_.data;
+  if (workspace_.data) {
+    ctx.thread_scratch = reinterpret_cast<char*>(workspace_.data) + shared_workspace_bytes();
+    ctx.thread_scratch_stride = thread_scratch_stride();
+  }
   Status s = L.impl->forward(bottoms_, tops_, ctx);
   bottoms_.clear();
   if (!s.ok()) {
@@ -234,8 +253,8 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
 Status ExtractorImpl::run(const std::vector<int>& targets) {
   Status s = mark_needed(targets);
   if (!s.ok()) return s;
-  if (!(s = ensure_scratch()).ok()) return s;
   const int threads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  if (!(s = ensure_scratch(threads)).ok()) return s;
   for (int li : net_->order) {
     if (!needed_[li]) continue;
     s = run_layer(li, targets, threads);

@@ -35,7 +35,9 @@ class ExtractorImpl {
   Status run(const std::vector<int>& targets);
   Status run_layer(int li, const std::vector<int>& targets, int num_threads);
   Status allocate_blob(int b, Mat* m);
-  Status ensure_scratch();
+  Status ensure_scratch(int num_threads);
+  size_t shared_workspace_bytes() const;
+  size_t thread_scratch_stride() const;
   bool runs_inplace(const NetLayer& L, const std::vector<int>& targets) const;
   bool is_target(int b, const std::vector<int>& targets) const;
   void drop_blob(int b);
@@ -50,6 +52,7 @@ class ExtractorImpl {
   std::vector<void*> last_block_;  // pool block each blob had in the previous run
   Mat arena_;
   Mat workspace_;
+  size_t workspace_size_ = 0;  // bytes workspace_ was made for
   size_t in_use_ = 0;
   size_t peak_in_use_ = 0;
   // Scratch sized at construction so that inference does not allocate.

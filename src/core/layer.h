@@ -33,6 +33,10 @@ struct ForwardContext {
   // Scratch of at least Layer::workspace_bytes, kAlignment-aligned; shared by all
   // layers of an Extractor, so contents do not survive between layers.
   void* workspace = nullptr;
+  // Per-thread scratch: num_threads regions of at least Layer::workspace_per_thread_bytes,
+  // thread t's at thread_scratch + t * thread_scratch_stride, kAlignment-aligned.
+  char* thread_scratch = nullptr;
+  size_t thread_scratch_stride = 0;
 };
 
 class Layer {
@@ -64,6 +68,7 @@ class Layer {
   virtual size_t packed_weight_bytes() const { return 0; }
 
   size_t workspace_bytes = 0;
+  size_t workspace_per_thread_bytes = 0;
 };
 
 using LayerCreator = std::unique_ptr<Layer> (*)();

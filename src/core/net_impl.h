@@ -49,6 +49,7 @@ struct NetImpl {
   std::map<std::string, std::string> metadata;
 
   size_t max_workspace_bytes = 0;
+  size_t max_workspace_per_thread_bytes = 0;
   size_t model_weight_bytes = 0;
   size_t packed_weight_bytes = 0;
 

@@ -1,9 +1,13 @@
-// Convolution: reference implementation for any kernel, stride, dilation, padding and
-// grouping (depthwise, with or without channel multiplier, is group == in channels).
+// Convolution: any kernel, stride, dilation, padding and grouping (depthwise, with or
+// without channel multiplier, is group == in channels). prepare() picks a fast kernel
+// from the convolution registry when one claims the geometry; the reference loop
+// (kernels::conv_reference) covers the rest and the reference kernel set.
 #include <algorithm>
 
 #include "layers/activation.h"
+#include "kernels/conv_kernels.h"
 #include "layers/conv_spec.h"
+#include "layers/kernel_bridge.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -29,7 +33,7 @@ class Convolution final : public Layer {
     return bind_conv_weights(ctx, c_, c_.num_output, in_per_group_, &weight_, &bias_);
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     Status s = layer_util::check_io("Convolution", inputs, 1, 1, outputs);
     if (!s.ok()) return s;
     const Shape& in = inputs[0];
@@ -44,60 +48,67 @@ class Convolution final : public Layer {
     if (!s.ok()) return s;
     s = layer_util::axis_geometry("width", in.w, c_.kw, c_.sw, c_.dw, c_.pad_left, c_.pad_right, c_.pad_mode, false, &gx);
     if (!s.ok()) return s;
-    eff_pad_top_ = gy.pad_begin;
-    eff_pad_left_ = gx.pad_begin;
+    g_ = kernels::ConvGeometry{};
+    g_.in_c = in.c;
+    g_.in_h = in.h;
+    g_.in_w = in.w;
+    g_.out_c = c_.num_output;
+    g_.out_h = gy.out;
+    g_.out_w = gx.out;
+    g_.kh = c_.kh;
+    g_.kw = c_.kw;
+    g_.sh = c_.sh;
+    g_.sw = c_.sw;
+    g_.dh = c_.dh;
+    g_.dw = c_.dw;
+    g_.pad_top = gy.pad_begin;
+    g_.pad_left = gx.pad_begin;
+    g_.group = c_.group;
+    g_.bias = bias_ != nullptr;
+    g_.act = c_.act;
     outputs[0] = Shape::make3(gx.out, gy.out, c_.num_output);
-    return Status::Ok();
+    return choose_kernel(ctx);
   }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    const int ih = in.h, iw = in.w, oh = out.h, ow = out.w;
-    const int out_per_group = c_.num_output / c_.group;
-    const size_t kernel_size = static_cast<size_t>(c_.kh) * c_.kw;
-    const size_t plane = static_cast<size_t>(oh) * ow;
-
-    // One output channel per iteration: each value is summed by one thread in a fixed
-    // order, so the result does not depend on the thread count.
-#pragma omp parallel for num_threads(ctx.num_threads)
-    for (int oc = 0; oc < c_.num_output; ++oc) {
-      const int first_in = (oc / out_per_group) * in_per_group_;
-      const float* wk = weight_ + static_cast<size_t>(oc) * in_per_group_ * kernel_size;
-      const float b = bias_ ? bias_[oc] : 0.f;
-      float* outp = out.channel(oc);
-      for (int oy = 0; oy < oh; ++oy) {
-        const int iy0 = oy * c_.sh - eff_pad_top_;
-        int ky0, ky1;
-        layer_util::valid_taps(iy0, ih, c_.kh, c_.dh, &ky0, &ky1);
-        for (int ox = 0; ox < ow; ++ox) {
-          const int ix0 = ox * c_.sw - eff_pad_left_;
-          int kx0, kx1;
-          layer_util::valid_taps(ix0, iw, c_.kw, c_.dw, &kx0, &kx1);
-          float sum = 0.f;
-          for (int ic = 0; ic < in_per_group_; ++ic) {
-            const float* chan = in.channel(first_in + ic);
-            const float* wp = wk + static_cast<size_t>(ic) * kernel_size;
-            for (int ky = ky0; ky < ky1; ++ky) {
-              // Offsets stay signed: ix0 is negative in the left padding.
-              const ptrdiff_t row = static_cast<ptrdiff_t>(iy0 + ky * c_.dh) * iw + ix0;
-              const float* wrow = wp + static_cast<size_t>(ky) * c_.kw;
-              for (int kx = kx0; kx < kx1; ++kx) sum += wrow[kx] * chan[row + kx * c_.dw];
-            }
-          }
-          outp[static_cast<size_t>(oy) * ow + ox] = sum + b;
-        }
-      }
-      activate_inplace(outp, plane, c_.act);
+    if (kernel_) {
+      kernel_->run(g_, packed_.data, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
+    } else {
+      kernels::conv_reference(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     }
+    return Status::Ok();
+  }
+
+  size_t packed_weight_bytes() const override { return kernel_ ? packed_.total() * sizeof(float) : 0; }
+
+ private:
+  // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
+  Status choose_kernel(const PrepareContext& ctx) {
+    kernel_ = nullptr;
+    packed_.release();
+    workspace_bytes = 0;
+    workspace_per_thread_bytes = 0;
+    if (ctx.kernels != KernelSet::kFast) return Status::Ok();
+    const kernels::ConvKernel* k = kernels::select_conv_kernel(g_, kernels::active_isa());
+    if (!k) return Status::Ok();
+    Status s = allocate_packed(k->packed_floats(g_), "convolution weights", &packed_);
+    if (!s.ok()) return s;
+    k->pack(g_, weight_, bias_, packed_.data);
+    workspace_bytes = k->workspace_bytes(g_);
+    workspace_per_thread_bytes = k->workspace_per_thread_bytes(g_);
+    kernel_ = k;
     return Status::Ok();
   }
 
  private:
   ConvSpec c_;
   int in_per_group_ = 0;
-  int eff_pad_top_ = 0, eff_pad_left_ = 0;  // after resolving pad_mode in prepare()
+  kernels::ConvGeometry g_;  // resolved in prepare()
+  const kernels::ConvKernel* kernel_ = nullptr;
+  Mat packed_;  // kernel_'s packed weights
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
 };

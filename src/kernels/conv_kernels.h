@@ -1,0 +1,73 @@
+// The convolution kernel family: one registry that the Convolution layer (at Net
+// load), the kernel tests and the benchmarks all read. A kernel declares which
+// geometries it computes, packs the weights once, and runs; the layer keeps the
+// reference loop (conv_reference) for everything no kernel claims.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/kernel_context.h"
+#include "layers/activation.h"
+
+namespace kestrel::kernels {
+
+// A convolution fully resolved at prepare(): input and output extents, padding after
+// pad_mode, and the fused activation. Weights are [out_c][in_c / group][kh][kw].
+struct ConvGeometry {
+  int in_c = 0, in_h = 0, in_w = 0;
+  int out_c = 0, out_h = 0, out_w = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int pad_top = 0, pad_left = 0;  // the bottom/right padding follows from out_h/out_w
+  int group = 1;
+  bool bias = false;
+  ActivationSpec act;
+
+  bool is_depthwise() const { return group == in_c && group == out_c; }
+  double flops() const;  // 2 * multiply-adds (for benchmarks)
+};
+
+// Operands: `in` is in_c channels of in_h x in_w floats, channel c at in + c * in_cstep;
+// `out` likewise with out_cstep. Both are kAlignment-aligned per channel, and a
+// kernel may read (never write) up to kOverreadBytes past any channel's last value.
+struct ConvKernel {
+  const char* name;  // what it computes, its tile and ISA: "f32_conv1x1_8x8_neon"
+  Isa isa;
+  // True if this kernel computes `g` (including its activation) within tolerance.
+  bool (*supports)(const ConvGeometry& g);
+  // Floats of packed weights (bias included) for `g`.
+  size_t (*packed_floats)(const ConvGeometry& g);
+  // Writes the packed form of `weight` and `bias` (nullptr when !g.bias) into
+  // `packed` (packed_floats(g) floats, kAlignment-aligned).
+  void (*pack)(const ConvGeometry& g, const float* weight, const float* bias, float* packed);
+  // Shared scratch bytes and per-thread scratch bytes run() needs (may be 0).
+  size_t (*workspace_bytes)(const ConvGeometry& g);
+  size_t (*workspace_per_thread_bytes)(const ConvGeometry& g);
+  // Largest error the tests accept: max |got - ref| <= tolerance * max(1, max |ref|)
+  // (1e-4 for direct summation; Winograd transforms round more).
+  double tolerance;
+  // Computes the whole output. The result must not depend on ctx.num_threads.
+  void (*run)(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx);
+};
+
+// Every convolution kernel compiled into this binary, in priority order (the first
+// that supports a geometry wins).
+const std::vector<const ConvKernel*>& conv_kernels();
+
+// The kernel the fast path uses for `g` under `isa`, or nullptr (reference code).
+const ConvKernel* select_conv_kernel(const ConvGeometry& g, Isa isa);
+
+// The reference: any geometry, unpacked weights, plain loops; one output channel per
+// OpenMP iteration so the result does not depend on num_threads. The oracle that the
+// tests compare every kernel with, and the layer's fallback.
+void conv_reference(const ConvGeometry& g, const float* weight, const float* bias, const float* in,
+                    size_t in_cstep, float* out, size_t out_cstep, int num_threads);
+
+namespace detail {
+// Defined once per architecture (src/arm/registry_arm.cpp, src/x86/registry_x86.cpp,
+// src/kernels/registry_generic.cpp): that architecture's kernels in priority order.
+std::vector<const ConvKernel*> arch_conv_kernels();
+}  // namespace detail
+
+}  // namespace kestrel::kernels

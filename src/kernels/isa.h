@@ -1,0 +1,31 @@
+// Which instruction sets the fast kernels may use on this CPU. Detected once, at the
+// first call; KESTREL_ISA=ref|neon|avx2|avx512 caps it (never raises it above what the
+// CPU has), so every path can be tested and benchmarked on one machine.
+#pragma once
+
+namespace kestrel::kernels {
+
+// Levels of one architecture are ordered: a kernel for level L runs on any CPU whose
+// level is >= L. kNeon is the only level of aarch64; kAvx2 means AVX2 + FMA and
+// kAvx512 AVX-512F on x86-64.
+enum class Isa { kRef = 0, kNeon = 1, kAvx2 = 2, kAvx512 = 3 };
+
+const char* isa_name(Isa isa);
+
+// What this CPU has (the highest level), regardless of KESTREL_ISA.
+Isa host_isa();
+
+// host_isa() capped by KESTREL_ISA, read at the first call. Net::load uses this to
+// choose kernels.
+Isa active_isa();
+
+// True if a kernel written for `kernel` may run when `active` is the active level.
+bool isa_allows(Isa active, Isa kernel);
+
+namespace detail {
+// Defined once per architecture (src/arm/cpu_arm.cpp, src/x86/cpu_x86.cpp,
+// src/kernels/cpu_generic.cpp): the CPU's highest level.
+Isa detect_host_isa();
+}  // namespace detail
+
+}  // namespace kestrel::kernels

@@ -1,0 +1,27 @@
+// How layers hand their ForwardContext and packed weights to the fast kernels.
+#pragma once
+#include "core/layer.h"
+#include "kernels/kernel_context.h"
+
+namespace kestrel {
+
+inline kernels::KernelContext kernel_context(const ForwardContext& ctx) {
+  kernels::KernelContext k;
+  k.num_threads = ctx.num_threads;
+  k.workspace = ctx.workspace;
+  k.thread_scratch = ctx.thread_scratch;
+  k.thread_scratch_stride = ctx.thread_scratch_stride;
+  return k;
+}
+
+// A 64-byte-aligned float buffer for packed weights, or an out-of-memory Status naming
+// `what`. Packed weights are made once at Net load and then only read.
+inline Status allocate_packed(size_t floats, const char* what, Mat* m) {
+  if (floats + 1 > static_cast<size_t>(INT32_MAX) || !m->create(Shape::make1(static_cast<int>(floats)))) {
+    return Status(ErrorCode::kOutOfMemory,
+                  "cannot allocate " + std::to_string(floats * sizeof(float)) + " bytes of packed " + what);
+  }
+  return Status::Ok();
+}
+
+}  // namespace kestrel

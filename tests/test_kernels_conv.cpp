@@ -1,0 +1,174 @@
+// Every convolution kernel of the registry against kernels::conv_reference on seeded
+// random geometries (odd channel counts and widths, 1x1 and tiny maps, strides 1 and
+// 2, every padding, dilation, groups, depthwise, fused activations), with 1 and 4
+// threads. Each kernel must claim some geometries of the sweep, so none goes untested.
+#include <map>
+#include <sstream>
+
+#include "kernel_test_util.h"
+#include "kernels/conv_kernels.h"
+
+namespace {
+
+using kestrel::Mat;
+using kestrel::Shape;
+using kestrel::fb::ActivationType;
+using kestrel::kernels::ConvGeometry;
+using kestrel::kernels::ConvKernel;
+
+std::string describe(const ConvGeometry& g) {
+  std::ostringstream o;
+  o << g.in_c << "x" << g.in_h << "x" << g.in_w << " -> " << g.out_c << "x" << g.out_h << "x" << g.out_w << " k"
+    << g.kh << "x" << g.kw << " s" << g.sh << "x" << g.sw << " d" << g.dh << "x" << g.dw << " pad " << g.pad_top << ","
+    << g.pad_left << " group " << g.group << (g.bias ? " bias" : "") << " act " << int(g.act.type);
+  return o.str();
+}
+
+// Output extent with explicit padding (begin, end).
+int out_extent(int in, int k, int s, int d, int pb, int pe) { return (in + pb + pe - d * (k - 1) - 1) / s + 1; }
+
+kestrel::ActivationSpec random_activation(std::mt19937& rng) {
+  kestrel::ActivationSpec a;
+  switch (rng() % 6) {
+    case 0: case 1: a.type = ActivationType::None; break;
+    case 2: a.type = ActivationType::ReLU; break;
+    case 3: a.type = ActivationType::Clip; a.alpha = 0.f; a.beta = 0.5f; break;
+    case 4: a.type = ActivationType::LeakyReLU; a.alpha = 0.1f; break;
+    default: a.type = ActivationType::Sigmoid; break;
+  }
+  return a;
+}
+
+// Geometries shaped like the ones kernels specialise in (1x1, 3x3 depthwise, 3x3
+// dense, the 3-channel stem), plus general ones, at awkward sizes.
+std::vector<ConvGeometry> sweep() {
+  std::mt19937 rng(20261122);
+  const int channels[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 31, 33};
+  const int sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 23};
+  auto pick = [&](const auto& v) { return v[rng() % (sizeof(v) / sizeof(v[0]))]; };
+  std::vector<ConvGeometry> out;
+  for (int i = 0; i < 420; ++i) {
+    ConvGeometry g;
+    const int family = i % 6;
+    g.in_c = pick(channels);
+    g.out_c = pick(channels);
+    g.in_h = pick(sizes);
+    g.in_w = pick(sizes);
+    g.sh = g.sw = 1 + int(rng() % 2);
+    if (family == 0) {  // 1x1
+      g.kh = g.kw = 1;
+    } else if (family == 1) {  // depthwise 3x3
+      g.kh = g.kw = 3;
+      g.group = g.out_c = g.in_c;
+    } else if (family == 2) {  // dense 3x3, stride 1 (Winograd territory)
+      g.kh = g.kw = 3;
+      g.sh = g.sw = 1;
+    } else if (family == 3) {  // the stem: 3 channels, 3x3 stride 2
+      g.kh = g.kw = 3;
+      g.in_c = 3;
+      g.sh = g.sw = 2;
+    } else if (family == 4) {  // other kernel sizes, rectangular, dilated
+      g.kh = 1 + int(rng() % 5);
+      g.kw = 1 + int(rng() % 5);
+      g.dh = g.dw = (rng() % 4 == 0) ? 2 : 1;
+    } else {  // grouped
+      g.kh = g.kw = 1 + 2 * int(rng() % 2);
+      g.group = 1 + int(rng() % 3);
+      g.in_c = g.group * (1 + int(rng() % 5));
+      g.out_c = g.group * (1 + int(rng() % 5));
+    }
+    const int pt = int(rng() % g.kh), pl = int(rng() % g.kw);
+    const int pb = int(rng() % g.kh), pr = int(rng() % g.kw);
+    // Half the cases use the symmetric "same" padding networks have.
+    const bool same = rng() % 2 == 0;
+    g.pad_top = same ? g.dh * (g.kh - 1) / 2 : pt;
+    g.pad_left = same ? g.dw * (g.kw - 1) / 2 : pl;
+    g.in_h = std::max(g.in_h, g.dh * (g.kh - 1) + 1 - g.pad_top - (same ? g.pad_top : pb));
+    g.in_w = std::max(g.in_w, g.dw * (g.kw - 1) + 1 - g.pad_left - (same ? g.pad_left : pr));
+    g.out_h = out_extent(g.in_h, g.kh, g.sh, g.dh, g.pad_top, same ? g.pad_top : pb);
+    g.out_w = out_extent(g.in_w, g.kw, g.sw, g.dw, g.pad_left, same ? g.pad_left : pr);
+    if (g.out_h < 1 || g.out_w < 1) continue;
+    g.bias = rng() % 3 != 0;
+    g.act = random_activation(rng);
+    out.push_back(g);
+  }
+  // MobileNet v1 shapes at reduced size (the full ones are the benchmarks' job).
+  auto add = [&](int ic, int hw, int oc, int k, int s, int group) {
+    ConvGeometry g;
+    g.in_c = ic; g.in_h = g.in_w = hw; g.out_c = oc; g.kh = g.kw = k; g.sh = g.sw = s; g.group = group;
+    g.pad_top = g.pad_left = k / 2;
+    g.out_h = g.out_w = out_extent(hw, k, s, 1, k / 2, k / 2);
+    g.bias = true;
+    g.act.type = ActivationType::ReLU;
+    out.push_back(g);
+  };
+  add(3, 32, 32, 3, 2, 1);
+  add(32, 28, 32, 3, 1, 32);
+  add(32, 28, 64, 1, 1, 1);
+  add(64, 28, 64, 3, 2, 64);
+  add(128, 14, 128, 1, 1, 1);
+  add(256, 7, 256, 3, 1, 256);
+  add(512, 7, 100, 1, 1, 1);
+  add(64, 20, 48, 3, 1, 1);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("convolution kernels match conv_reference") {
+    const auto kernels = kt::runnable_kernels(kestrel::kernels::conv_kernels());
+    MESSAGE("active ISA " << kestrel::kernels::isa_name(kestrel::kernels::active_isa()) << ", "
+                          << kernels.size() << " of " << kestrel::kernels::conv_kernels().size()
+                          << " convolution kernels runnable");
+    const std::vector<ConvGeometry> geoms = sweep();
+    std::map<std::string, int> tested;
+    std::mt19937 rng(7);
+    for (const ConvGeometry& g : geoms) {
+      std::vector<const ConvKernel*> claim;
+      for (const ConvKernel* k : kernels) {
+        if (k->supports(g)) claim.push_back(k);
+      }
+      if (claim.empty()) continue;
+      Mat in, ref;
+      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
+      REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
+      kt::fill_random(in, rng);
+      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * (g.in_c / g.group) * g.kh * g.kw, rng);
+      const std::vector<float> b = kt::random_vector(g.out_c, rng);
+      const float* bias = g.bias ? b.data() : nullptr;
+      kestrel::kernels::conv_reference(g, w.data(), bias, in.data, in.cstep, ref.data, ref.cstep, 1);
+      for (const ConvKernel* k : claim) {
+        INFO(k->name << ": " << describe(g));
+        Mat packed;
+        REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
+        k->pack(g, w.data(), bias, packed.data);
+        for (int threads : kt::kernel_thread_counts()) {
+          INFO("threads " << threads);
+          Mat out;
+          REQUIRE(out.create(ref.shape()));
+          kt::fill_sentinel(out);
+          kt::KernelScratch scratch;
+          const auto ctx = scratch.make(k->workspace_bytes(g), k->workspace_per_thread_bytes(g), threads);
+          k->run(g, packed.data, in.data, in.cstep, out.data, out.cstep, ctx);
+          const double err = kt::relative_error(out, ref);
+          CHECK_MESSAGE(err <= k->tolerance, "relative error ", err, " > ", k->tolerance);
+          CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
+        }
+        tested[k->name]++;
+      }
+    }
+    for (const ConvKernel* k : kernels) {
+      INFO(k->name);
+      CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", k->name);
+      MESSAGE(k->name << ": " << tested[k->name] << " geometries");
+    }
+  }
+
+  TEST_CASE("the reference kernel set and KESTREL_ISA=ref select no convolution kernel") {
+    ConvGeometry g;
+    g.in_c = g.out_c = 8;
+    g.in_h = g.in_w = g.out_h = g.out_w = 8;
+    CHECK(kestrel::kernels::select_conv_kernel(g, kestrel::kernels::Isa::kRef) == nullptr);
+  }
+}
