@@ -111,30 +111,81 @@ TEST_SUITE("memory") {
     ex.set_light_mode(true);
     const Trace on = trace_inference(ex, in, "f");
     CHECK(on.layers == std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
-    // a lives until c; b and c until d; e runs in place over d; f's input e is freed.
-    CHECK(on.in_use == std::vector<size_t>{kMap4, 2 * kMap4, 2 * kMap4, kMap8, kMap8, kMap4});
-    // The peak is reached while d is written and b, c are still read.
-    CHECK(ex.memory_stats().peak_in_use_bytes == 2 * kMap4 + kMap8);
+    // a lives until c; b and c are written straight into the concat d (zero-copy), so
+    // d exists from b on; e runs in place over d; f's input e is freed.
+    CHECK(on.in_use == std::vector<size_t>{kMap4, kMap4 + kMap8, kMap8, kMap8, kMap8, kMap4});
+    // The peak is reached while c is written into d and still reads a.
+    CHECK(ex.memory_stats().peak_in_use_bytes == kMap4 + kMap8);
 
     kestrel::Extractor heavy = net.create_extractor();
     heavy.set_light_mode(false);
     const Trace off = trace_inference(heavy, in, "f");
-    CHECK(off.in_use == std::vector<size_t>{kMap4, 2 * kMap4, 3 * kMap4, 3 * kMap4 + kMap8,
-                                            3 * kMap4 + 2 * kMap8, 4 * kMap4 + 2 * kMap8});
+    CHECK(off.in_use == std::vector<size_t>{kMap4, kMap4 + kMap8, kMap4 + kMap8, kMap4 + kMap8,
+                                            kMap4 + 2 * kMap8, 2 * kMap4 + 2 * kMap8});
   }
 
   TEST_CASE("in-place layers allocate nothing; the pool reuses whole maps") {
     kestrel::Net net;
     REQUIRE(kt::load(net, kt::branch_net()).ok());
-    // Without a pool every map is a system allocation: a, b, c, d, f (e runs over d);
-    // with light mode off e cannot overwrite d, which stays readable.
-    CHECK(allocations_per_inference(net, MemoryStrategy::kNone, true, 2) == std::vector<long>{5, 5});
-    CHECK(allocations_per_inference(net, MemoryStrategy::kNone, false, 2) == std::vector<long>{6, 6});
+    // Without a pool every map is a system allocation: a, d (b and c live in it), f (e
+    // runs over d); with light mode off e cannot overwrite d, which stays readable.
+    CHECK(allocations_per_inference(net, MemoryStrategy::kNone, true, 2) == std::vector<long>{3, 3});
+    CHECK(allocations_per_inference(net, MemoryStrategy::kNone, false, 2) == std::vector<long>{4, 4});
     const std::vector<long> pool = allocations_per_inference(net, MemoryStrategy::kPool, true, 3);
     CHECK(pool[0] > 0);
-    CHECK(pool[0] < 5);  // f takes a block freed by a, b or c
+    CHECK(pool[0] < 3);  // f takes the block a freed
     CHECK(pool[1] == 0);
     CHECK(pool[2] == 0);
+  }
+
+  TEST_CASE("zero-copy concat: producers write into the concatenated map, same bits as copying") {
+    // In branch_net b and c are read by the concat d alone, so they are views of d's
+    // channels. Declaring b an output (users hold outputs) keeps it a map of its own,
+    // which d then copies: both nets must agree bit for bit, under every strategy.
+    kestrel::ModelBuilder copying = kt::branch_net();
+    copying.add_output("b");
+    kestrel::Net zero, copy;
+    REQUIRE(kt::load(zero, kt::branch_net()).ok());
+    REQUIRE(kt::load(copy, copying).ok());
+    const kestrel::Mat in = kt::random_input(zero, "data", 4);
+    for (MemoryStrategy s : {MemoryStrategy::kNone, MemoryStrategy::kPool, MemoryStrategy::kPlan}) {
+      for (bool light : {false, true}) {
+        INFO("strategy " << int(s) << ", light " << light);
+        kestrel::Extractor ez = zero.create_extractor(), ec = copy.create_extractor();
+        for (kestrel::Extractor* ex : {&ez, &ec}) {
+          ex->set_memory_strategy(s);
+          ex->set_light_mode(light);
+          REQUIRE(ex->input("data", in).ok());
+        }
+        kestrel::Mat fz, fc, dz, dc;
+        REQUIRE(ez.extract("f", fz).ok());
+        REQUIRE(ec.extract("f", fc).ok());
+        CHECK(kt::same_bits(fz, fc));
+        REQUIRE(ez.extract("d", dz).ok());
+        REQUIRE(ec.extract("d", dc).ok());
+        CHECK(kt::same_bits(dz, dc));
+      }
+    }
+    // Light mode off keeps every map: b and c are d's first and last four channels.
+    kestrel::Extractor ex = zero.create_extractor();
+    ex.set_memory_strategy(MemoryStrategy::kPool);
+    ex.set_light_mode(false);
+    REQUIRE(ex.input("data", in).ok());
+    kestrel::Mat b, c, d;
+    REQUIRE(ex.extract("b", b).ok());
+    REQUIRE(ex.extract("c", c).ok());
+    REQUIRE(ex.extract("d", d).ok());
+    CHECK(b.data == d.channel(0));
+    CHECK(c.data == d.channel(4));
+    // Asking for b alone first (d not needed yet) still gives d the same values.
+    kestrel::Extractor first_b = zero.create_extractor();
+    first_b.set_light_mode(true);
+    REQUIRE(first_b.input("data", in).ok());
+    kestrel::Mat b2, d2;
+    REQUIRE(first_b.extract("b", b2).ok());
+    CHECK(kt::same_bits(b2, b));
+    REQUIRE(first_b.extract("d", d2).ok());
+    CHECK(kt::same_bits(d2, d));
   }
 
   TEST_CASE("all strategies give the same bits") {

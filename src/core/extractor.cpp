@@ -33,6 +33,8 @@ ExtractorImpl::ExtractorImpl(std::shared_ptr<const NetImpl> net, const Option& o
   blobs_.resize(nblobs);
   charge_.assign(nblobs, 0);
   last_block_.assign(nblobs, nullptr);
+  pending_.resize(nblobs);
+  pending_charged_.assign(nblobs, 0);
   needed_.assign(net_->layers.size(), 0);
   remaining_.assign(nblobs, 0);
   stack_.reserve(nblobs * 4 + 8);
@@ -43,6 +45,7 @@ ExtractorImpl::ExtractorImpl(std::shared_ptr<const NetImpl> net, const Option& o
 
 ExtractorImpl::~ExtractorImpl() {
   blobs_.clear();
+  pending_.clear();
   bottoms_.clear();
   tops_.clear();
   arena_.release();
@@ -69,10 +72,19 @@ void ExtractorImpl::drop_blob(int b) {
   blobs_[b].release();
 }
 
+void ExtractorImpl::drop_pending() {
+  for (size_t c = 0; c < pending_.size(); ++c) {
+    pending_[c].release();
+    if (pending_charged_[c]) in_use_ -= net_->blob_shapes[c].bytes();
+    pending_charged_[c] = 0;
+  }
+}
+
 void ExtractorImpl::drop_computed() {
   for (size_t b = 0; b < blobs_.size(); ++b) {
     if (!net_->is_input[b]) drop_blob(static_cast<int>(b));
   }
+  drop_pending();
 }
 
 Status ExtractorImpl::input(const std::string& name, const Mat& in) {
@@ -131,8 +143,33 @@ bool ExtractorImpl::runs_inplace(const NetLayer& L, const std::vector<int>& targ
   return opt_.light_mode && blobs_[b].refcount_value() == 1 && remaining_[b] == 1 && !is_target(b, targets);
 }
 
+// A blob written into its Concat's output: a view of the output's channels, the output
+// being allocated (and charged) now if this is the first of its inputs to be computed.
+Status ExtractorImpl::allocate_aliased(int b, Mat* m) {
+  const int c = net_->alias_of[b];
+  if (!pending_charged_[c]) {
+    pending_charged_[c] = 1;
+    in_use_ += net_->blob_shapes[c].bytes();
+  }
+  if (pending_[c].data == nullptr) {
+    Status s = allocate_blob(c, &pending_[c]);
+    if (!s.ok()) return s;
+  }
+  Mat& whole = pending_[c];
+  float* p = whole.data + net_->alias_offset[b] / sizeof(float);
+  *m = Mat::view_of_shared(net_->blob_shapes[b], p, whole.base, whole.refcount, whole.allocator);
+  return Status::Ok();
+}
+
 Status ExtractorImpl::allocate_blob(int b, Mat* m) {
   const Shape& shape = net_->blob_shapes[b];
+  if (net_->alias_of[b] >= 0) return allocate_aliased(b, m);
+  if (pending_[b].data != nullptr) {
+    // A Concat whose inputs were written into this memory already.
+    *m = std::move(pending_[b]);
+    pending_[b].release();
+    return Status::Ok();
+  }
   if (opt_.memory == MemoryStrategy::kPlan) {
     float* p = arena_.data + net_->plan_offset[b] / sizeof(float);
     *m = Mat::view_of_shared(shape, p, arena_.base, arena_.refcount, arena_.allocator);
@@ -222,9 +259,16 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
       charge_[t] = charge_[b];
       charge_[b] = 0;
       blobs_[b].release();
+    } else if (net_->alias_of[t] >= 0) {
+      charge_[t] = 0;  // its bytes are its Concat's, charged when first written
     } else {
       charge_[t] = net_->blob_shapes[t].bytes();
       in_use_ += charge_[t];
+      if (pending_charged_[t]) {
+        // Charged since its first input was written.
+        in_use_ -= charge_[t];
+        pending_charged_[t] = 0;
+      }
     }
     blobs_[t] = std::move(tops_[i]);
   }

@@ -35,6 +35,8 @@ class ExtractorImpl {
   Status run(const std::vector<int>& targets);
   Status run_layer(int li, const std::vector<int>& targets, int num_threads);
   Status allocate_blob(int b, Mat* m);
+  Status allocate_aliased(int b, Mat* m);
+  void drop_pending();
   Status ensure_scratch(int num_threads);
   size_t shared_workspace_bytes() const;
   size_t thread_scratch_stride() const;
@@ -50,6 +52,10 @@ class ExtractorImpl {
   std::vector<Mat> blobs_;
   std::vector<size_t> charge_;  // feature-map bytes each held blob accounts for
   std::vector<void*> last_block_;  // pool block each blob had in the previous run
+  // Concat outputs allocated early because a producer writes into them (zero-copy
+  // concat); charged to in_use_ from then on. Indexed by blob.
+  std::vector<Mat> pending_;
+  std::vector<char> pending_charged_;
   Mat arena_;
   Mat workspace_;
   size_t workspace_size_ = 0;  // bytes workspace_ was made for

@@ -64,6 +64,11 @@ class Layer {
   // True if forward() may write outputs[0] over inputs[0] (same shape, elementwise).
   virtual bool supports_inplace() const { return false; }
 
+  // True if forward() concatenates 3-D inputs along channels and leaves alone an input
+  // already in its place in the output: then the Net lets producers write straight
+  // into the output's channel ranges (zero-copy concat).
+  virtual bool concatenates_channels() const { return false; }
+
   // Bytes of weights this layer keeps beyond the model's own (packed copies).
   virtual size_t packed_weight_bytes() const { return 0; }
 

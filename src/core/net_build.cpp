@@ -257,6 +257,42 @@ void choose_inplace(NetImpl& net) {
   }
 }
 
+// A Concat along channels whose inputs are intermediate blobs read by it alone gets
+// them written into its output: each producer's output is a view of the output's
+// channel range (same h, w and so the same channel stride), and the copy disappears.
+// Not for network inputs or outputs (users hand in and hold those), in-place tops (their
+// memory is their bottom's), a blob listed twice, or a Concat whose own output is
+// aliased (one level keeps the lifetimes simple).
+void choose_concat_aliases(NetImpl& net) {
+  const size_t nblobs = net.blob_names.size();
+  net.alias_of.assign(nblobs, -1);
+  net.alias_offset.assign(nblobs, 0);
+  for (const NetLayer& L : net.layers) {
+    if (L.tops.size() != 1 || !L.impl->concatenates_channels()) continue;
+    const int c = L.tops[0];
+    const Shape& out = net.blob_shapes[c];
+    if (out.dims != 3 || out.elempack != 1) continue;
+    size_t offset = 0;
+    for (size_t i = 0; i < L.bottoms.size(); ++i) {
+      const int b = L.bottoms[i];
+      const Shape& in = net.blob_shapes[b];
+      const int p = net.producer[b];
+      bool ok = p >= 0 && !net.is_input[b] && !net.is_output[b] && net.consumers[b].size() == 1 &&
+                std::count(L.bottoms.begin(), L.bottoms.end(), b) == 1 && in.dims == 3 && in.elempack == 1 &&
+                in.w == out.w && in.h == out.h && net.alias_of[c] < 0;
+      if (ok) {
+        const NetLayer& P = net.layers[p];
+        ok = !(P.inplace && P.tops[0] == b) && !P.impl->concatenates_channels();
+      }
+      if (ok) {
+        net.alias_of[b] = c;
+        net.alias_offset[b] = offset;
+      }
+      offset += static_cast<size_t>(in.c) * out.cstep() * sizeof(float);
+    }
+  }
+}
+
 void plan_arena(NetImpl& net) {
   const int nsteps = static_cast<int>(net.order.size());
   const size_t nblobs = net.blob_names.size();
@@ -271,11 +307,21 @@ void plan_arena(NetImpl& net) {
         buffer_of[t] = buffer_of[L.bottoms[0]];
         continue;
       }
+      if (net.alias_of[t] >= 0) continue;  // lives in its Concat's buffer (below)
       buffer_of[t] = static_cast<int>(buffers.size());
       PlanBuffer pb;
       pb.bytes = net.blob_shapes[t].bytes();
       pb.first_step = pb.last_step = net.step_of_layer[li];
       buffers.push_back(pb);
+    }
+  }
+  // A Concat's buffer exists from the step that writes its first aliased input.
+  for (int li : net.order) {
+    for (int t : net.layers[li].tops) {
+      if (net.alias_of[t] < 0) continue;
+      buffer_of[t] = buffer_of[net.alias_of[t]];
+      PlanBuffer& pb = buffers[buffer_of[t]];
+      pb.first_step = std::min(pb.first_step, net.step_of_layer[li]);
     }
   }
   for (size_t b = 0; b < nblobs; ++b) {
@@ -288,6 +334,7 @@ void plan_arena(NetImpl& net) {
   net.plan_offset.assign(nblobs, 0);
   for (size_t b = 0; b < nblobs; ++b) {
     if (buffer_of[b] >= 0) net.plan_offset[b] = plan.offsets[buffer_of[b]];
+    if (net.alias_of[b] >= 0) net.plan_offset[b] += net.alias_offset[b];
   }
   net.plan_arena_bytes = plan.arena_bytes;
   net.plan_lower_bound_bytes = plan.lower_bound_bytes;
@@ -319,6 +366,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, std::shared_p
   if (!(s = topological_order(net)).ok()) return s;
   if (!(s = prepare_layers(net, weights, opt)).ok()) return s;
   choose_inplace(net);
+  choose_concat_aliases(net);
   plan_arena(net);
   read_metadata(net);
   *out = std::shared_ptr<const NetImpl>(std::move(impl));

@@ -53,6 +53,11 @@ struct NetImpl {
   size_t model_weight_bytes = 0;
   size_t packed_weight_bytes = 0;
 
+  // Zero-copy concatenation: for a blob that its producer writes straight into a
+  // Concat's output, that output blob (else -1) and the byte offset of its channels.
+  std::vector<int> alias_of;
+  std::vector<size_t> alias_offset;
+
   // Static plan: arena offset of every non-input blob (in-place tops share their
   // bottom's offset).
   std::vector<size_t> plan_offset;

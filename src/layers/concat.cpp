@@ -41,6 +41,7 @@ class Concat final : public Layer {
       if (joined > 0x7fffffffLL) return corrupt("concatenated axis is too large");
     }
     ext[axis_] = static_cast<int>(joined);
+    channels_ = first.dims == 3 && axis_ == 0;
     outputs[0] = layer_util::shape_from_extents(ext.data(), first.dims);
     return Status::Ok();
   }
@@ -55,13 +56,17 @@ class Concat final : public Layer {
       // The output region an input fills: the output's strides over the input's extents.
       AxisView dv = ov;
       dv.extent[axis_] = iv.extent[axis_];
-      layer_util::copy_strided(in.data, iv, out.data + offset, dv, ctx.num_threads);
+      // A producer that wrote straight into its place (zero-copy concat) left nothing to do.
+      if (in.data != out.data + offset) layer_util::copy_strided(in.data, iv, out.data + offset, dv, ctx.num_threads);
       offset += static_cast<size_t>(iv.extent[axis_]) * ov.stride[axis_];
     }
     return Status::Ok();
   }
 
+  bool concatenates_channels() const override { return channels_; }
+
  private:
+  bool channels_ = false;
   int axis_param_ = 0;
   int axis_ = 0;
 };
