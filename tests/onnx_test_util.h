@@ -52,7 +52,7 @@ inline const char* elem_type_name(int t) {
   }
 }
 
-// A test data file: a float tensor with its full ONNX dims (batch included).
+// A test data file: a float tensor with its full ONNX dims.
 struct FloatTensor {
   std::vector<int64_t> dims;
   std::vector<float> values;
@@ -119,35 +119,29 @@ inline std::string freeze_inputs(const std::string& model_bytes, const std::vect
   return "";
 }
 
-// Kestrel's view of an ONNX tensor: the leading batch dim of 1 dropped, then 1 to 4
-// dims. Returns "" or why the dims do not fit.
-inline std::string kestrel_dims(const std::vector<int64_t>& onnx_dims, std::vector<int>* out) {
-  if (onnx_dims.empty()) return "a scalar (no batch dim)";
-  if (onnx_dims[0] != 1) return "batch " + std::to_string(onnx_dims[0]) + " in " + dims_text(onnx_dims);
-  if (onnx_dims.size() < 2) return "dims " + dims_text(onnx_dims) + " (nothing after the batch)";
-  if (onnx_dims.size() > 5) return "rank " + std::to_string(onnx_dims.size()) + " " + dims_text(onnx_dims);
-  out->clear();
-  for (size_t i = 1; i < onnx_dims.size(); ++i) {
-    if (onnx_dims[i] <= 0 || onnx_dims[i] > (1 << 30)) return "dims " + dims_text(onnx_dims);
-    out->push_back(static_cast<int>(onnx_dims[i]));
+// Why a graph input of these ONNX dims cannot be fed to Kestrel, or "": Kestrel blobs
+// hold 1 to 4 dims (a leading dim of 1 may be dropped besides), never empty.
+inline std::string carry_problem(const std::vector<int64_t>& d) {
+  if (d.empty()) return "a scalar (rank 0)";
+  for (int64_t x : d) {
+    if (x <= 0) return "an empty tensor " + dims_text(d);
+    if (x > (1 << 30)) return "dims " + dims_text(d);
   }
+  if (d.size() > 5 || (d.size() == 5 && d[0] != 1)) return "rank " + std::to_string(d.size()) + " " + dims_text(d);
   return "";
 }
 
-inline kestrel::Shape shape_of(const std::vector<int>& s) {
-  switch (s.size()) {
-    case 1: return kestrel::Shape::make1(s[0]);
-    case 2: return kestrel::Shape::make2(s[1], s[0]);
-    case 3: return kestrel::Shape::make3(s[2], s[1], s[0]);
-    default: return kestrel::Shape::make4(s[3], s[2], s[1], s[0]);
-  }
+// Shapes compare without their leading 1s: Kestrel drops a batch of 1 where the
+// converter keeps the image layout, and holds a 1-D [1] for a scalar.
+inline std::vector<int64_t> without_leading_ones(std::vector<int64_t> d) {
+  while (!d.empty() && d[0] == 1) d.erase(d.begin());
+  return d;
 }
 
-// A Mat of Kestrel dims `s` (outermost first) holding `v` in ONNX (row-major) order.
-inline bool make_mat(const std::vector<int>& s, const std::vector<float>& v, kestrel::Mat* m) {
-  if (!m->create(shape_of(s))) return false;
+// A Mat of `shape` holding `v` in ONNX (row-major) order; false when the counts differ.
+inline bool make_mat(const kestrel::Shape& shape, const std::vector<float>& v, kestrel::Mat* m) {
+  if (shape.total() != v.size() || !m->create(shape)) return false;
   const size_t plane = size_t(m->w) * m->h * m->d;
-  if (plane * m->c != v.size()) return false;
   for (int q = 0; q < m->c; ++q) std::copy_n(v.data() + plane * q, plane, m->channel(q));
   return true;
 }

@@ -6,22 +6,28 @@
 // Every model goes through what kestrel-convert does (import_onnx_bytes, optimize,
 // to_builder) and Kestrel's own loader, runs on each data set, and its outputs are
 // compared with ONNX's backend tolerance (|got - want| <= 1e-5 + 1e-3 * |want|
-// elementwise) and the same shape once the batch dim of 1 is dropped, with the fast
-// kernels and with the reference ones (1 thread). Each test is:
+// elementwise), with the fast kernels and with the reference ones (1 thread). Inputs
+// are fed in the shape the converted Net declares for them (the importer keeps an
+// ONNX shape as it is, or drops a leading batch dim of 1 for the image layers), which
+// must hold the data set's element count; output shapes must match ONNX's once the
+// leading 1s of both are dropped. Each test is:
 //   - pass;
 //   - unsupported: an op not in supported_onnx_ops(), inputs or outputs Kestrel cannot
-//     carry (not float32 tensors, batch other than 1, scalars, rank > 5), or import_onnx
-//     saying kUnsupported (its message must name the node);
+//     carry (not float32 tensors; inputs that are scalars, empty, or of rank > 5 or
+//     rank 5 without a leading 1; empty outputs), or import_onnx saying kUnsupported
+//     (its message must name the node);
 //   - too large: a model over kMaxModelBytes or an input over kMaxInputElements;
 //   - fail: anything else (a wrong result or shape, a load or run error, any other
 //     import error on a model whose ops are all claimed, an exception).
 // A test that comes out unsupported with more than one graph input is run again with
 // the inputs after the first frozen into initializers holding the data set's values
-// (ONNX's node tests feed weights as inputs; Kestrel's importer needs constants), when
+// (ONNX's node tests feed weights as inputs; Kestrel's importer needs most constant), when
 // every data set holds the same values for them; the retry's outcome is the test's,
 // and the table says how many of the passes needed it.
 // The table counts each test under each op type of its model (unsupported ones under
-// the op that is not supported when it is known); the totals count tests.
+// the op that is not supported when it is known); the totals count tests. After it
+// come the claimed ops without a passing test and, with its reason, every test of
+// claimed ops that came out unsupported.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -92,30 +98,30 @@ std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix
 
 struct DataSet {
   std::string name;
-  std::vector<ot::FloatTensor> inputs, outputs;
-  std::vector<std::vector<int>> in_dims, out_dims;  // Kestrel dims (batch dropped)
+  std::vector<ot::FloatTensor> inputs, outputs;  // with their full ONNX dims
 };
 
 // Reads one data set; "" or why it cannot be run (*outcome says which kind).
 std::string read_data_set(const fs::path& dir, const ot::ModelInfo& mi, DataSet* ds, Outcome* outcome) {
   ds->name = dir.filename().string();
   *outcome = kUnsupported;
-  auto read = [&](const char* kind, size_t i, const std::string& tensor_name, ot::FloatTensor* t,
-                  std::vector<int>* kd) -> std::string {
+  auto read = [&](const char* kind, size_t i, const std::string& tensor_name, ot::FloatTensor* t) -> std::string {
     const fs::path p = dir / (std::string(kind) + "_" + std::to_string(i) + ".pb");
     if (!fs::exists(p)) {
       *outcome = kFail;
       return ds->name + ": missing " + p.filename().string();
     }
     std::string why = ot::read_float_tensor(p.string(), t);
-    if (why.empty()) why = ot::kestrel_dims(t->dims, kd);
+    // Inputs must fit a Kestrel blob; an output only must not be empty (a scalar
+    // comes out as Kestrel's 1-D [1]).
+    if (why.empty() && std::string(kind) == "input") why = ot::carry_problem(t->dims);
+    if (why.empty() && t->values.empty()) why = "an empty tensor " + ot::dims_text(t->dims);
     if (!why.empty()) return std::string(kind) + " '" + tensor_name + "': " + why;
     return "";
   };
   ds->inputs.resize(mi.inputs.size());
-  ds->in_dims.resize(mi.inputs.size());
   for (size_t i = 0; i < mi.inputs.size(); ++i) {
-    const std::string why = read("input", i, mi.inputs[i].name, &ds->inputs[i], &ds->in_dims[i]);
+    const std::string why = read("input", i, mi.inputs[i].name, &ds->inputs[i]);
     if (!why.empty()) return why;
     if (ds->inputs[i].values.size() > kMaxInputElements) {
       *outcome = kTooLarge;
@@ -123,9 +129,8 @@ std::string read_data_set(const fs::path& dir, const ot::ModelInfo& mi, DataSet*
     }
   }
   ds->outputs.resize(mi.outputs.size());
-  ds->out_dims.resize(mi.outputs.size());
   for (size_t i = 0; i < mi.outputs.size(); ++i) {
-    const std::string why = read("output", i, mi.outputs[i].name, &ds->outputs[i], &ds->out_dims[i]);
+    const std::string why = read("output", i, mi.outputs[i].name, &ds->outputs[i]);
     if (!why.empty()) return why;
   }
   return "";
@@ -150,21 +155,29 @@ std::string run_and_compare(const std::vector<uint8_t>& bytes, const ot::ModelIn
     kestrel::Extractor ex = net.create_extractor();
     ex.set_light_mode(false);
     for (size_t i = 0; i < ds.inputs.size(); ++i) {
-      if (!ot::make_mat(ds.in_dims[i], ds.inputs[i].values, &mats[i])) return "cannot make the input Mat";
-      const Status s = ex.input(mi.inputs[i].name, mats[i]);
-      if (!s.ok()) return ds.name + ": input '" + mi.inputs[i].name + "': " + s.message();
+      const std::string& name = mi.inputs[i].name;
+      kestrel::Shape shape;
+      const Status is = net.input_shape(name, &shape);
+      if (!is.ok()) return "input '" + name + "': " + is.message();
+      if (!ot::make_mat(shape, ds.inputs[i].values, &mats[i])) {
+        return ds.name + ": input '" + name + "' " + ot::dims_text(ds.inputs[i].dims) + " does not fit the declared " +
+               std::to_string(shape.dims) + "-D shape of " + std::to_string(shape.total()) + " values";
+      }
+      const Status s = ex.input(name, mats[i]);
+      if (!s.ok()) return ds.name + ": input '" + name + "': " + s.message();
     }
     for (size_t i = 0; i < ds.outputs.size(); ++i) {
       const std::string& name = mi.outputs[i].name;
       kestrel::Mat out;
       const Status s = ex.extract(name, out);
       if (!s.ok()) return ds.name + ": extract '" + name + "': " + s.message();
-      std::vector<int> got_dims;
-      if (!out.empty()) got_dims = ot::mat_dims(out);
-      if (got_dims != ds.out_dims[i]) {
-        std::vector<int64_t> g(got_dims.begin(), got_dims.end()), w(ds.out_dims[i].begin(), ds.out_dims[i].end());
-        return ds.name + ": output '" + name + "': shape " + ot::dims_text(g) + ", expected " + ot::dims_text(w) +
-               " (batch dropped)";
+      std::vector<int64_t> got;
+      if (!out.empty()) {
+        for (int d : ot::mat_dims(out)) got.push_back(d);
+      }
+      if (ot::without_leading_ones(got) != ot::without_leading_ones(ds.outputs[i].dims)) {
+        return ds.name + ": output '" + name + "': shape " + ot::dims_text(got) + ", expected " +
+               ot::dims_text(ds.outputs[i].dims) + " (leading 1s aside)";
       }
       const std::string diff = ot::compare_values(ot::mat_values(out), ds.outputs[i].values);
       if (!diff.empty()) return ds.name + ": output '" + name + "': " + diff;
@@ -238,7 +251,8 @@ void convert_and_run(const fs::path& dir, const std::string& bytes, const ot::Mo
   TestResult& r = *rp;
   r.outcome = kFail;
   r.reason.clear();
-  // Inputs and outputs Kestrel can carry: float32 tensors with a batch of 1.
+  // Inputs and outputs Kestrel can carry: float32 tensors (their shapes are checked
+  // with the data sets).
   for (const ot::ValueInfo& v : mi.inputs) {
     if (!v.is_tensor || v.elem_type != onnx::TensorProto::FLOAT) {
       r.outcome = kUnsupported;
@@ -273,7 +287,10 @@ void convert_and_run(const fs::path& dir, const std::string& bytes, const ot::Mo
   // Symbolic or missing input dims: the first data set's shapes.
   kestrel::convert::OnnxImportOptions options;
   for (size_t i = 0; i < mi.inputs.size(); ++i) {
-    if (!mi.inputs[i].fixed()) options.input_shapes.emplace_back(mi.inputs[i].name, sets[0].in_dims[i]);
+    const std::vector<int64_t>& d = sets[0].inputs[i].dims;
+    if (!mi.inputs[i].fixed()) {
+      options.input_shapes.emplace_back(mi.inputs[i].name, std::vector<int>(d.begin(), d.end()));
+    }
   }
   kestrel::convert::Graph g;
   const Status is = kestrel::convert::import_onnx_bytes(bytes.data(), bytes.size(), options, &g);
@@ -432,7 +449,7 @@ TEST_SUITE("onnx_conformance") {
       else ++io;
     }
     table << "\nUnsupported: " << not_claimed << " with ops not in supported_onnx_ops(), " << io
-          << " with input types/shapes Kestrel cannot carry (not float32, batch other than 1, scalars), "
+          << " with input types/shapes Kestrel cannot carry (not float32, scalar or empty inputs, rank > 5), "
           << by_import << " refused by import_onnx (kUnsupported)\n";
     std::array<int, kOutcomes> retried{};
     int retry_impossible = 0;
@@ -448,15 +465,18 @@ TEST_SUITE("onnx_conformance") {
       if (!passing_ops.count(op)) never += (never.empty() ? "" : ", ") + op;
     }
     table << "\nClaimed ops with no passing test here: " << (never.empty() ? "none" : never) << "\n";
-    // Why runnable-looking tests were unsupported by the import (not the unclaimed or
-    // IO ones, which the table already explains).
-    std::string import_unsupported;
+    // Why tests whose ops are all claimed did not pass: refused by the import, or with
+    // inputs/outputs Kestrel cannot carry.
+    std::string import_unsupported, io_unsupported;
     for (const TestResult& r : results) {
-      if (r.outcome == kUnsupported && r.reason.rfind("import_onnx: ", 0) == 0) {
-        import_unsupported += "\n  " + r.name + ": " + r.reason.substr(13);
-      }
+      if (r.outcome != kUnsupported || r.reason.rfind("not in supported_onnx_ops()", 0) == 0) continue;
+      const bool by_import = r.reason.rfind("import_onnx: ", 0) == 0;
+      (by_import ? import_unsupported : io_unsupported) += "\n  " + r.name + ": " + r.reason.substr(by_import ? 13 : 0);
     }
     if (!import_unsupported.empty()) table << "\nUnsupported by import_onnx:" << import_unsupported << "\n";
+    if (!io_unsupported.empty()) {
+      table << "\nClaimed ops, inputs or outputs Kestrel cannot carry:" << io_unsupported << "\n";
+    }
     std::string too_large;
     for (const TestResult& r : results) {
       if (r.outcome == kTooLarge) too_large += "\n  " + r.name + ": " + r.reason;

@@ -31,6 +31,7 @@ using kestrel::Status;
 void set_shape(onnx::ValueInfoProto* v, const std::vector<int64_t>& dims) {
   auto* t = v->mutable_type()->mutable_tensor_type();
   t->set_elem_type(onnx::TensorProto::FLOAT);
+  t->mutable_shape();  // a scalar has a shape without dims
   for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
 }
 
@@ -223,6 +224,155 @@ TEST_SUITE("onnx_import") {
     check_close(run_graph(g, {1, 2, 3, 4, 5, 6, 7, 8}, "y"), {2, 4, 6, 8, 10, 12, 14, 16});
   }
 
+  TEST_CASE("graph inputs drop a leading 1 from rank 3 on, keep every other shape") {
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int>>> cases = {
+        {{1, 3, 4, 4}, {3, 4, 4}}, {{1, 2, 3}, {2, 3}},       {{1, 2, 3, 4, 5}, {2, 3, 4, 5}},
+        {{1, 6}, {1, 6}},          {{2, 3}, {2, 3}},          {{5}, {5}},
+        {{2, 3, 4, 5}, {2, 3, 4, 5}}};
+    for (const auto& [dims, want] : cases) {
+      ModelMaker m;
+      m.input("x", dims);
+      m.node("Relu", {"x"}, {"y"});
+      m.output("y");
+      kc::Graph g;
+      const Status s = m.import(&g);
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      CHECK(g.inputs[0].shape == want);
+    }
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{2, 2, 3, 4, 5}, std::vector<int64_t>{}}) {
+      ModelMaker m;
+      m.input("x", dims);
+      m.node("Relu", {"x"}, {"y"});
+      m.output("y");
+      kc::Graph g;
+      CHECK(m.import(&g).code() == ErrorCode::kUnsupported);
+    }
+  }
+
+  TEST_CASE("batchless tensors: broadcasting, BatchNormalization as Mul + Add") {
+    ModelMaker m(15);
+    m.input("x", {2, 3});
+    m.init("c", {3}, {1, 10, 100});
+    m.init("scale", {3}, {1, 2, 3});
+    m.init("bias", {3}, {0, 0, 1});
+    m.init("mean", {3}, {0, 0, 0});
+    m.init("var", {3}, {1, 1, 1});
+    m.node("Mul", {"x", "c"}, {"scaled"});
+    m.node("BatchNormalization", {"scaled", "scale", "bias", "mean", "var"}, {"y"});
+    m.output("y");
+    kc::Graph g;
+    const Status s = m.import(&g);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(g.inputs[0].shape == std::vector<int>{2, 3});
+    CHECK_FALSE(has_type(g, "BatchNorm"));  // dim 0 is not a batch of 1
+    check_close(run_graph(g, {1, 2, 3, 4, 5, 6}, "y"), {1, 40, 901, 4, 100, 1801});
+  }
+
+  TEST_CASE("Softmax before opset 13 works on the input coerced to 2-D") {
+    ModelMaker m(11);
+    m.input("x", {2, 2, 2});
+    attr_int(m.node("Softmax", {"x"}, {"y"}), "axis", 1);
+    m.output("y");
+    kc::Graph g;
+    REQUIRE(m.import(&g).ok());
+    std::vector<float> want;
+    for (int row = 0; row < 2; ++row) {
+      double sum = 0;
+      for (int i = 0; i < 4; ++i) sum += std::exp(static_cast<double>(row * 4 + i));
+      for (int i = 0; i < 4; ++i) want.push_back(static_cast<float>(std::exp(static_cast<double>(row * 4 + i)) / sum));
+    }
+    check_close(run_graph(g, {0, 1, 2, 3, 4, 5, 6, 7}, "y"), want);
+  }
+
+  TEST_CASE("batched MatMul with a constant B: one Gemm per batch") {
+    ModelMaker m;
+    m.input("a", {2, 2, 3});
+    std::vector<float> a(12), b(12);
+    for (int i = 0; i < 12; ++i) a[i] = static_cast<float>(i + 1), b[i] = static_cast<float>(i % 5) - 2.f;
+    m.init("b", {2, 3, 2}, b);
+    m.node("MatMul", {"a", "b"}, {"y"});
+    m.output("y");
+    kc::Graph g;
+    const Status s = m.import(&g);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    std::vector<float> want;
+    for (int n = 0; n < 2; ++n) {
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 2; ++j) {
+          float sum = 0;
+          for (int k = 0; k < 3; ++k) sum += a[n * 6 + i * 3 + k] * b[n * 6 + k * 2 + j];
+          want.push_back(sum);
+        }
+      }
+    }
+    check_close(run_graph(g, a, "y"), want);
+  }
+
+  TEST_CASE("Gather with constant indices on a run-time tensor") {
+    ModelMaker m;
+    m.input("x", {3, 2});
+    m.init_ints("idx", {2, 0});
+    m.node("Gather", {"x", "idx"}, {"y"});
+    m.output("y");
+    kc::Graph g;
+    const Status s = m.import(&g);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    check_close(run_graph(g, {1, 2, 3, 4, 5, 6}, "y"), {5, 6, 1, 2});
+  }
+
+  TEST_CASE("the decomposed GELU becomes one GELU activation") {
+    // x * 0.5 * (1 + erf(x / sqrt(2))) in the two association orders exporters write.
+    for (bool half_first : {false, true}) {
+      ModelMaker m;
+      m.input("x", {1, 4});
+      m.init("sqrt2", {}, {1.4142135f});
+      m.init("one", {}, {1.f});
+      m.init("half", {}, {0.5f});
+      m.node("Div", {"x", "sqrt2"}, {"d"});
+      m.node("Erf", {"d"}, {"e"});
+      m.node("Add", {"e", "one"}, {"a"});
+      if (half_first) {
+        m.node("Mul", {"x", "half"}, {"h"});
+        m.node("Mul", {"h", "a"}, {"y"});
+      } else {
+        m.node("Mul", {"x", "a"}, {"m"});
+        m.node("Mul", {"m", "half"}, {"y"});
+      }
+      m.output("y");
+      kc::Graph g;
+      const Status s = m.import(&g);
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      REQUIRE(g.nodes.size() == 1);
+      CHECK(g.nodes[0].params.AsActivationParam()->activation->type == kestrel::fb::ActivationType::GELU);
+      const std::vector<float> x = {-2.f, -0.5f, 0.5f, 3.f};
+      std::vector<float> want;
+      for (float v : x) want.push_back(0.5f * v * (1.f + std::erf(v / std::sqrt(2.f))));
+      check_close(run_graph(g, x, "y"), want);
+    }
+    // Erf on its own is not supported.
+    ModelMaker m;
+    m.input("x", {1, 4});
+    m.node("Erf", {"x"}, {"y"}, "erf");
+    m.output("y");
+    kc::Graph g;
+    const Status s = m.import(&g);
+    CHECK(s.code() == ErrorCode::kUnsupported);
+    CHECK_MESSAGE(s.message().find("node 'erf' (Erf, opset 13)") != std::string::npos, s.message());
+  }
+
+  TEST_CASE("Resize: a coordinate mapping Interp does not reproduce is refused, naming the difference") {
+    ModelMaker m;
+    m.input("x", {1, 1, 2, 4});
+    m.init_ints("sizes", {1, 1, 1, 3});
+    m.node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize");  // nearest, half_pixel, round_prefer_floor
+    m.output("y");
+    kc::Graph g;
+    const Status s = m.import(&g);
+    CHECK(s.code() == ErrorCode::kUnsupported);
+    CHECK_MESSAGE(s.message().find("output column 2 reads input 3, Kestrel's Interp input 2") != std::string::npos,
+                  s.message());
+  }
+
   TEST_CASE("symbolic batch is 1; --input-shape fills symbolic dims") {
     ModelMaker m;
     auto* v = m.g->add_input();
@@ -257,15 +407,27 @@ TEST_SUITE("onnx_import") {
     CHECK_MESSAGE(s.message().find("node 'my_lrn' (LRN, opset 13)") != std::string::npos, s.message());
   }
 
-  TEST_CASE("an op on the batch axis is refused") {
+  TEST_CASE("what Kestrel cannot hold is refused, naming the node") {
+    // Moving the batch of a 5-D tensor would need 5 Kestrel dims.
     ModelMaker m;
-    m.input("x", {1, 3, 4, 4});
-    attr_ints(m.node("Transpose", {"x"}, {"y"}, "tr"), "perm", {1, 0, 2, 3});
+    m.input("x", {1, 2, 3, 4, 5});
+    attr_ints(m.node("Transpose", {"x"}, {"y"}, "tr"), "perm", {1, 0, 2, 3, 4});
     m.output("y");
     kc::Graph g;
-    const Status s = m.import(&g);
+    Status s = m.import(&g);
     CHECK(s.code() == ErrorCode::kUnsupported);
+    CHECK_MESSAGE(s.message().find("node 'tr' (Transpose, opset 13)") != std::string::npos, s.message());
     CHECK(s.message().find("batch") != std::string::npos);
+    // Kestrel's convolution takes one image.
+    ModelMaker c;
+    c.input("x", {2, 1, 3, 3});
+    c.init("w", {1, 1, 1, 1}, {2.f});
+    c.node("Conv", {"x", "w"}, {"y"}, "conv");
+    c.output("y");
+    s = c.import(&g);
+    CHECK(s.code() == ErrorCode::kUnsupported);
+    const std::string want = "node 'conv' (Conv, opset 13): input [2,1,3,3] has a batch of 2";
+    CHECK_MESSAGE(s.message().find(want) != std::string::npos, s.message());
   }
 
   TEST_CASE("a corrupt file is kCorruptModel") {

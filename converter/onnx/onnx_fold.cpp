@@ -1,6 +1,7 @@
-// Constant folding over the ONNX graph, and the helpers every op converter shares.
-// Exporters write flatten/view as Shape -> Gather -> Unsqueeze -> Concat -> Reshape;
-// folding those chains leaves Reshape with a constant target, which Kestrel needs.
+// Constant folding over the ONNX graph: nodes whose inputs are all constants become
+// constants (weights, shapes, axes) instead of layers. Exporters write flatten/view as
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape; folding those chains leaves
+// Reshape with a constant target, which Kestrel needs.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -11,157 +12,34 @@
 
 namespace kestrel::convert::onnx_import {
 
-// ---- ConstTensor ----
-
-size_t ConstTensor::count() const {
+Status reshape_dims(const std::vector<int64_t>& in, const std::vector<int64_t>& target, bool allowzero,
+                    std::vector<int64_t>* out) {
+  size_t total = 1;
+  for (int64_t d : in) total *= static_cast<size_t>(d);
+  *out = target;
+  size_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < out->size(); ++i) {
+    int64_t& d = (*out)[i];
+    if (d == 0 && !allowzero) {
+      if (i >= in.size()) return invalid("0 in the target shape has no input dimension to copy");
+      d = in[i];
+    }
+    if (d == -1) {
+      if (infer >= 0) return invalid("two -1 in the target shape");
+      infer = static_cast<int>(i);
+    } else if (d < 0) {
+      return invalid("target shape " + dims_text(target) + " is invalid");
+    } else {
+      known *= static_cast<size_t>(d);
+    }
+  }
+  if (infer >= 0) (*out)[static_cast<size_t>(infer)] = known ? static_cast<int64_t>(total / known) : 0;
   size_t n = 1;
-  for (int64_t d : dims) n *= static_cast<size_t>(d);
-  return n;
-}
-
-std::vector<int> ConstTensor::int_dims() const { return std::vector<int>(dims.begin(), dims.end()); }
-
-Tensor ConstTensor::to_weight() const {
-  Tensor t;
-  t.shape = dims.empty() ? std::vector<int>{1} : int_dims();
-  t.data.assign(values.begin(), values.end());
-  return t;
-}
-
-// ---- attributes ----
-
-const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name) {
-  for (const onnx::AttributeProto& a : n.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-
-int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t fallback) {
-  const onnx::AttributeProto* a = find_attr(n, name);
-  return a ? a->i() : fallback;
-}
-
-float attr_float(const onnx::NodeProto& n, const char* name, float fallback) {
-  const onnx::AttributeProto* a = find_attr(n, name);
-  return a ? a->f() : fallback;
-}
-
-std::string attr_string(const onnx::NodeProto& n, const char* name, const std::string& fallback) {
-  const onnx::AttributeProto* a = find_attr(n, name);
-  return a ? a->s() : fallback;
-}
-
-std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const char* name) {
-  const onnx::AttributeProto* a = find_attr(n, name);
-  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
-}
-
-// ---- shared helpers ----
-
-Status unsupported(const std::string& what) { return Status(ErrorCode::kUnsupported, what); }
-Status invalid(const std::string& what) { return Status(ErrorCode::kCorruptModel, what); }
-
-std::string dims_text(const std::vector<int64_t>& v) {
-  std::string t;
-  for (int64_t d : v) t += (t.empty() ? "" : ",") + std::to_string(d);
-  return "[" + t + "]";
-}
-
-int clamp_int(int64_t v) { return static_cast<int>(std::clamp<int64_t>(v, INT_MIN, INT_MAX)); }
-
-namespace {
-
-// Little-endian raw_data of `T` values.
-template <class T>
-void raw_values(const std::string& raw, std::vector<double>* out) {
-  const size_t n = raw.size() / sizeof(T);
-  out->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    T v;
-    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
-    (*out)[i] = static_cast<double>(v);
-  }
-}
-
-}  // namespace
-
-Status read_tensor(const onnx::TensorProto& t, ConstTensor* out) {
-  using TP = onnx::TensorProto;
-  if (t.data_location() == TP::EXTERNAL) return unsupported("external tensor data is not supported");
-  out->dims.assign(t.dims().begin(), t.dims().end());
-  for (int64_t d : out->dims) {
-    if (d < 0 || d > INT_MAX) return invalid("dimension " + std::to_string(d) + " is invalid");
-  }
-  const bool raw = t.has_raw_data();
-  const std::string& r = t.raw_data();
-  out->is_float = t.data_type() == TP::FLOAT || t.data_type() == TP::DOUBLE;
-  switch (t.data_type()) {
-    case TP::FLOAT:
-      if (raw) raw_values<float>(r, &out->values);
-      else out->values.assign(t.float_data().begin(), t.float_data().end());
-      break;
-    case TP::DOUBLE:
-      if (raw) raw_values<double>(r, &out->values);
-      else out->values.assign(t.double_data().begin(), t.double_data().end());
-      break;
-    case TP::INT64:
-      if (raw) raw_values<int64_t>(r, &out->values);
-      else out->values.assign(t.int64_data().begin(), t.int64_data().end());
-      break;
-    case TP::INT32:
-      if (raw) raw_values<int32_t>(r, &out->values);
-      else out->values.assign(t.int32_data().begin(), t.int32_data().end());
-      break;
-    case TP::INT8:
-      if (raw) raw_values<int8_t>(r, &out->values);
-      else out->values.assign(t.int32_data().begin(), t.int32_data().end());
-      break;
-    case TP::UINT8:
-    case TP::BOOL:
-      if (raw) raw_values<uint8_t>(r, &out->values);
-      else out->values.assign(t.int32_data().begin(), t.int32_data().end());
-      break;
-    default:
-      return unsupported("tensor data type " + std::to_string(t.data_type()) + " is not supported");
-  }
-  if (out->values.size() != out->count()) {
-    return invalid("holds " + std::to_string(out->values.size()) + " values but its shape " + dims_text(out->dims) +
-                   " holds " + std::to_string(out->count()));
-  }
+  for (int64_t d : *out) n *= static_cast<size_t>(d);
+  if (n != total) return invalid("cannot reshape " + dims_text(in) + " to " + dims_text(target));
   return Status::Ok();
 }
-
-Status kestrel_axis(int64_t axis, size_t rank, const char* what, int* out) {
-  const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) return invalid(std::string(what) + " " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += r;
-  if (axis == 0) return unsupported(std::string(what) + " is the batch axis");
-  *out = static_cast<int>(axis - 1);
-  return Status::Ok();
-}
-
-Status const_ints(const OpContext& ctx, size_t i, const char* what, std::vector<int64_t>* out) {
-  const ConstTensor* c = ctx.constant(i);
-  if (!c) return unsupported(std::string(what) + " must be a constant (input '" + ctx.in(i) + "')");
-  out->assign(c->values.begin(), c->values.end());
-  return Status::Ok();
-}
-
-Status add_activation(OpContext& ctx, fb::ActivationType type, float alpha, float beta) {
-  std::string x;
-  Status s = ctx.blob(0, &x);
-  if (!s.ok()) return s;
-  fb::ActivationParamT p;
-  p.activation = std::make_unique<fb::ActivationT>();
-  p.activation->type = type;
-  p.activation->alpha = alpha;
-  p.activation->beta = beta;
-  ctx.add("Activation", std::move(p), {x}, {ctx.out(0)});
-  return Status::Ok();
-}
-
-// ---- folders: every input is a constant ----
 
 namespace {
 
@@ -170,10 +48,8 @@ const ConstTensor& cin(const OpContext& ctx, size_t i) { return *ctx.constant(i)
 size_t norm_axis(int64_t axis, size_t rank) { return static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis); }
 
 Status check_axis(int64_t axis, size_t rank) {
-  const int64_t r = static_cast<int64_t>(rank);
-  return axis < -r || axis >= r ? invalid("axis " + std::to_string(axis) + " is out of range for rank " +
-                                          std::to_string(rank))
-                                : Status::Ok();
+  size_t unused = 0;
+  return normalize_axis(axis, rank, "axis", &unused);
 }
 
 // Axes from the attribute (older opsets) or input 1 (opset 13 and later).
@@ -397,21 +273,43 @@ Status fold_slice(OpContext& ctx) {
   return Status::Ok();
 }
 
+// Exporters transpose weights in the graph (PyTorch's Linear without bias: a
+// Transpose of the weight before MatMul).
+Status fold_transpose(OpContext& ctx) {
+  const ConstTensor& data = cin(ctx, 0);
+  const size_t r = data.dims.size();
+  std::vector<int64_t> perm = attr_ints(ctx.node, "perm");
+  if (perm.empty()) {
+    for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (perm.size() != r) return invalid("perm " + dims_text(perm) + " does not match rank " + std::to_string(r));
+  std::vector<int64_t> dims(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(r)) return invalid("perm " + dims_text(perm) + " is invalid");
+    dims[i] = data.dims[static_cast<size_t>(perm[i])];
+  }
+  ConstTensor t{dims, {}, data.is_float};
+  for_each_index(dims, [&](const std::vector<int64_t>& idx) {
+    std::vector<int64_t> src(r);
+    for (size_t i = 0; i < r; ++i) src[static_cast<size_t>(perm[i])] = idx[i];
+    t.values.push_back(data.values[flat(data.dims, src)]);
+  });
+  ctx.set_constant(0, std::move(t));
+  return Status::Ok();
+}
+
 // Numpy broadcasting of two constants.
 Status fold_binary(OpContext& ctx) {
   const ConstTensor &a = cin(ctx, 0), &b = cin(ctx, 1);
-  const size_t r = std::max(a.dims.size(), b.dims.size());
+  std::vector<int64_t> dims;
+  if (!broadcast_dims(a.dims, b.dims, &dims)) return invalid("shapes do not broadcast");
+  const size_t r = dims.size();
   auto padded = [r](const std::vector<int64_t>& d) {
     std::vector<int64_t> p(r - d.size(), 1);
     p.insert(p.end(), d.begin(), d.end());
     return p;
   };
   const std::vector<int64_t> da = padded(a.dims), db = padded(b.dims);
-  std::vector<int64_t> dims(r);
-  for (size_t i = 0; i < r; ++i) {
-    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) return invalid("shapes do not broadcast");
-    dims[i] = da[i] == 1 ? db[i] : da[i];
-  }
   const std::string& op = ctx.node.op_type();
   const bool is_float = a.is_float || b.is_float;
   ConstTensor t{dims, {}, is_float};
@@ -427,36 +325,6 @@ Status fold_binary(OpContext& ctx) {
     t.values.push_back(v);
   });
   ctx.set_constant(0, std::move(t));
-  return Status::Ok();
-}
-
-// ONNX Reshape semantics on the full shape: 0 copies, -1 infers.
-Status reshape_dims(const std::vector<int64_t>& in, const std::vector<int64_t>& target, bool allowzero,
-                    std::vector<int64_t>* out) {
-  size_t total = 1;
-  for (int64_t d : in) total *= static_cast<size_t>(d);
-  *out = target;
-  size_t known = 1;
-  int infer = -1;
-  for (size_t i = 0; i < out->size(); ++i) {
-    int64_t& d = (*out)[i];
-    if (d == 0 && !allowzero) {
-      if (i >= in.size()) return invalid("0 in the target shape has no input dimension to copy");
-      d = in[i];
-    }
-    if (d == -1) {
-      if (infer >= 0) return invalid("two -1 in the target shape");
-      infer = static_cast<int>(i);
-    } else if (d < 0) {
-      return invalid("target shape " + dims_text(target) + " is invalid");
-    } else {
-      known *= static_cast<size_t>(d);
-    }
-  }
-  if (infer >= 0) (*out)[static_cast<size_t>(infer)] = known ? static_cast<int64_t>(total / known) : 0;
-  size_t n = 1;
-  for (int64_t d : *out) n *= static_cast<size_t>(d);
-  if (n != total) return invalid("cannot reshape " + dims_text(in) + " to " + dims_text(target));
   return Status::Ok();
 }
 
@@ -514,6 +382,7 @@ constexpr OpSpec kFolders[] = {
     {"Reshape", fold_reshape, 2, 2},
     {"ConstantOfShape", fold_constant_of_shape, 1, 1},
     {"Range", fold_range, 3, 3},
+    {"Transpose", fold_transpose, 1, 1},
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // ONNX front end: reads the ModelProto, turns initializers into constants, declares
-// the run-time inputs (batch 1, dropped), then walks the nodes in order: a node whose
-// inputs are all constants (or a Shape of a known shape) is folded, any other goes to
-// the converter for its op type (onnx_ops.cpp, onnx_ops_shape.cpp).
+// the run-time inputs (with their layouts, see onnx_ops.h), then walks the nodes in
+// order: a node whose inputs are all constants (or a Shape of a known shape) is
+// folded, any other goes to the converter for its op type.
 #include "onnx/onnx_import.h"
 
 #include <fcntl.h>
@@ -25,19 +25,21 @@ class Importer {
   Status run(const onnx::ModelProto& model);
 
   std::map<std::string, ConstTensor> consts;
-  std::set<std::string> blobs;  // run-time blobs: graph inputs and node outputs
+  // Run-time blobs (graph inputs, node outputs, intermediates) -> batched (see onnx_ops.h).
+  std::map<std::string, bool> blobs;
   Status shape(const std::string& blob, std::vector<int64_t>* dims);
   std::string unique_blob(const std::string& base);
 
  private:
   Status declare_input(const onnx::ValueInfoProto& v);
   Status convert_node(const onnx::NodeProto& n, int opset);
+  Status infer_new_nodes();
 
   const OnnxImportOptions& options_;
   Graph& g_;
-  std::set<std::string> taken_;
-  std::map<std::string, Shape> shapes_;
-  size_t shapes_for_nodes_ = SIZE_MAX;
+  std::set<std::string> taken_;  // every name in the model, and the intermediates made
+  std::map<std::string, std::vector<int>> shapes_;  // Kestrel shapes of the blobs inferred so far
+  size_t shapes_for_nodes_ = 0;                      // the nodes inferred so far
 };
 
 std::string Importer::unique_blob(const std::string& base) {
@@ -47,33 +49,54 @@ std::string Importer::unique_blob(const std::string& base) {
   return name;
 }
 
-Status Importer::shape(const std::string& blob, std::vector<int64_t>* dims) {
-  for (const GraphInput& in : g_.inputs) {
-    if (in.name == blob) {
-      dims->assign(1, 1);
-      dims->insert(dims->end(), in.shape.begin(), in.shape.end());
-      return Status::Ok();
-    }
+// A Kestrel shape's extents, outermost first.
+std::vector<int> extents(const Shape& s) {
+  switch (s.dims) {
+    case 1: return {s.w};
+    case 2: return {s.h, s.w};
+    case 3: return {s.c, s.h, s.w};
+    default: return {s.c, s.d, s.h, s.w};
   }
-  if (shapes_for_nodes_ != g_.nodes.size()) {
-    // Kestrel's loader wants declared outputs: every blob serves for this purpose.
-    const std::vector<std::string> saved = g_.outputs;
-    g_.outputs.clear();
-    for (const Node& n : g_.nodes) g_.outputs.insert(g_.outputs.end(), n.outputs.begin(), n.outputs.end());
-    Status s = infer_shapes(g_, &shapes_);
-    g_.outputs = saved;
-    if (!s.ok()) return s.with_context("inferring the shapes of the nodes before it");
-    shapes_for_nodes_ = g_.nodes.size();
+}
+
+Status Importer::shape(const std::string& blob, std::vector<int64_t>* dims) {
+  const auto layout = blobs.find(blob);
+  if (layout == blobs.end()) return Status(ErrorCode::kInternal, "'" + blob + "' is not a run-time blob");
+  if (!shapes_.count(blob) && shapes_for_nodes_ < g_.nodes.size()) {
+    Status s = infer_new_nodes();
+    if (!s.ok()) return s;
   }
   const auto it = shapes_.find(blob);
   if (it == shapes_.end()) return Status(ErrorCode::kInternal, "no shape for blob '" + blob + "'");
-  const Shape& s = it->second;
-  switch (s.dims) {
-    case 1: *dims = {1, s.w}; break;
-    case 2: *dims = {1, s.h, s.w}; break;
-    case 3: *dims = {1, s.c, s.h, s.w}; break;
-    default: *dims = {1, s.c, s.d, s.h, s.w}; break;
+  dims->assign(layout->second ? 1 : 0, 1);
+  for (int e : it->second) dims->push_back(e);
+  return Status::Ok();
+}
+
+// Kestrel's own shape inference over the nodes added since the last call, their other
+// inputs declared with the shapes known so far: each node is inferred once.
+Status Importer::infer_new_nodes() {
+  Graph sub;
+  std::set<std::string> made;
+  for (size_t i = shapes_for_nodes_; i < g_.nodes.size(); ++i) {
+    const Node& n = g_.nodes[i];
+    for (const std::string& in : n.inputs) {
+      auto named = [&](const GraphInput& d) { return d.name == in; };
+      if (made.count(in) || std::any_of(sub.inputs.begin(), sub.inputs.end(), named)) continue;
+      const auto known = shapes_.find(in);
+      if (known == shapes_.end()) return Status(ErrorCode::kInternal, "no shape for blob '" + in + "'");
+      sub.inputs.push_back(GraphInput{in, known->second});
+    }
+    sub.nodes.push_back(n);
+    made.insert(n.outputs.begin(), n.outputs.end());
+    // Kestrel's loader wants declared outputs: every blob serves for this purpose.
+    sub.outputs.insert(sub.outputs.end(), n.outputs.begin(), n.outputs.end());
   }
+  std::map<std::string, Shape> inferred;
+  Status s = infer_shapes(sub, &inferred);
+  if (!s.ok()) return s.with_context("inferring the shapes of the nodes before it");
+  for (const auto& [name, shape] : inferred) shapes_[name] = extents(shape);
+  shapes_for_nodes_ = g_.nodes.size();
   return Status::Ok();
 }
 
@@ -105,30 +128,27 @@ Status Importer::declare_input(const onnx::ValueInfoProto& v) {
       v.type().tensor_type().elem_type() != onnx::TensorProto::UNDEFINED) {
     return Status(ErrorCode::kUnsupported, what + ": only float32 inputs are supported");
   }
-  if (dims.size() < 2 || dims.size() > 5) {
-    return Status(ErrorCode::kUnsupported,
-                  what + ": " + std::to_string(dims.size()) + " dims; Kestrel takes N plus 1 to 4 dims");
-  }
-  if (dims[0] != 1) {
-    return Status(ErrorCode::kUnsupported, what + ": batch " + std::to_string(dims[0]) +
-                                               " is not supported, only 1 (override with --input-shape " + v.name() +
-                                               "=1,...)");
-  }
-  GraphInput in{v.name(), {}};
-  for (size_t i = 1; i < dims.size(); ++i) {
-    if (dims[i] <= 0 || dims[i] > INT_MAX) {
-      return Status(ErrorCode::kInvalidArgument, what + ": dimension " + std::to_string(dims[i]) + " is invalid");
+  for (int64_t d : dims) {
+    if (d < 0 || d > INT_MAX) {
+      return Status(ErrorCode::kInvalidArgument, what + ": dimension " + std::to_string(d) + " is invalid");
     }
-    in.shape.push_back(static_cast<int>(dims[i]));
   }
-  g_.inputs.push_back(in);
-  blobs.insert(v.name());
-  taken_.insert(v.name());
+  // Rank >= 3 with dim 0 of 1: an image batch of 1 (what the image layers take); a
+  // rank-2 [1,K] stays as it is, like any other shape.
+  bool batched = false;
+  Status s = pick_layout(dims, dims.size() >= 3, &batched);
+  if (!s.ok()) {
+    const std::string hint = dims.size() == 5 ? " (override with --input-shape " + v.name() + "=1,...)" : "";
+    return Status(ErrorCode::kUnsupported, what + ": " + s.message() + hint);
+  }
+  g_.inputs.push_back(GraphInput{v.name(), kestrel_dims(dims, batched)});
+  shapes_[v.name()] = g_.inputs.back().shape;
+  blobs[v.name()] = batched;
   return Status::Ok();
 }
 
 const OpSpec* find_spec(const std::string& type) {
-  for (const auto* table : {&compute_ops(), &shape_ops()}) {
+  for (const auto* table : {&compute_ops(), &math_ops(), &shape_ops(), &resize_ops()}) {
     for (const OpSpec& s : *table) {
       if (type == s.type) return &s;
     }
@@ -150,14 +170,28 @@ Status Importer::convert_node(const onnx::NodeProto& n, int opset) {
   // Shape only needs its input's shape, which every run-time blob has.
   const bool fold = folder && (all_const || n.op_type() == "Shape");
   const OpSpec* spec = fold ? folder : find_spec(n.op_type());
+  if (!spec && n.op_type() == "Erf") {
+    return unsupported("op type not supported by Kestrel (Erf only inside the GELU x * 0.5 * (1 + Erf(x / sqrt(2))))");
+  }
   if (!spec) return unsupported("op type not supported by Kestrel");
   if (n.input_size() < spec->min_inputs || n.input_size() > spec->max_inputs) {
     return invalid("has " + std::to_string(n.input_size()) + " inputs; expected " +
                    std::to_string(spec->min_inputs) + " to " + std::to_string(spec->max_inputs));
   }
   if (fold) return spec->convert(ctx);
+  // Outputs take the first run-time input's layout unless the converter says otherwise.
+  bool batched = false;
+  for (const std::string& i : n.input()) {
+    const auto it = blobs.find(i);
+    if (it != blobs.end()) {
+      batched = it->second;
+      break;
+    }
+  }
   for (const std::string& o : n.output()) {
-    if (!o.empty()) taken_.insert(o), blobs.insert(o);
+    if (o.empty()) continue;
+    if (blobs.count(o) || consts.count(o)) return invalid("output '" + o + "' is produced twice");
+    blobs[o] = batched;
   }
   return spec->convert(ctx);
 }
@@ -184,26 +218,38 @@ Status Importer::run(const onnx::ModelProto& model) {
     const bool found = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const GraphInput& i) { return i.name == name; });
     if (!found) return Status(ErrorCode::kInvalidArgument, "--input-shape names '" + name + "', not a model input");
   }
-  if (g_.inputs.empty()) return invalid("the model has no run-time inputs");
-  for (const onnx::NodeProto& n : graph.node()) {
+  // Unnamed nodes (common in test models) go by their first output.
+  auto describe = [opset](const onnx::NodeProto& n) {
+    const std::string label = n.name().empty() && n.output_size() > 0 ? n.output(0) : n.name();
+    return "node '" + label + "' (" + n.op_type() + ", opset " + std::to_string(opset) + ")";
+  };
+  // Intermediates get names no model tensor has.
+  for (const onnx::ValueInfoProto& v : graph.input()) taken_.insert(v.name());
+  for (const onnx::NodeProto& n : graph.node()) taken_.insert(n.output().begin(), n.output().end());
+  std::deque<onnx::NodeProto> made;
+  for (const onnx::NodeProto* node : fuse_patterns(graph, &made)) {
+    const onnx::NodeProto& n = *node;
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       return Status(ErrorCode::kUnsupported, "node '" + n.name() + "' (" + n.domain() + "::" + n.op_type() +
                                                  "): custom domains are not supported");
     }
     Status s = convert_node(n, opset);
-    if (!s.ok()) {
-      // Unnamed nodes (common in test models) go by their first output.
-      const std::string label = n.name().empty() && n.output_size() > 0 ? n.output(0) : n.name();
-      return Status(s.code(), "node '" + label + "' (" + n.op_type() + ", opset " + std::to_string(opset) +
-                                  "): " + s.message());
-    }
+    if (!s.ok()) return Status(s.code(), describe(n) + ": " + s.message());
   }
   for (const onnx::ValueInfoProto& v : graph.output()) {
-    if (!blobs.count(v.name())) {
-      return Status(ErrorCode::kUnsupported, "output '" + v.name() + "' is a constant; Kestrel outputs are computed");
+    if (blobs.count(v.name())) {
+      g_.outputs.push_back(v.name());
+      continue;
     }
-    g_.outputs.push_back(v.name());
+    const std::string what = "output '" + v.name() + "' is a constant; Kestrel outputs are computed from inputs";
+    for (const onnx::NodeProto& n : graph.node()) {
+      if (std::find(n.output().begin(), n.output().end(), v.name()) != n.output().end()) {
+        return Status(ErrorCode::kUnsupported, describe(n) + ": " + what);
+      }
+    }
+    return Status(ErrorCode::kUnsupported, what);
   }
+  if (g_.inputs.empty()) return invalid("the model has no run-time inputs");
   return Status::Ok();
 }
 
@@ -235,6 +281,61 @@ Status OpContext::blob(size_t i, std::string* name) const {
 }
 
 Status OpContext::shape(const std::string& b, std::vector<int64_t>* dims) const { return importer.shape(b, dims); }
+
+bool OpContext::batched(const std::string& b) const {
+  const auto it = importer.blobs.find(b);
+  return it != importer.blobs.end() && it->second;
+}
+
+void OpContext::set_batched(const std::string& b, bool batched) const { importer.blobs[b] = batched; }
+
+std::string OpContext::new_blob(const std::string& suffix, bool batched) const {
+  const std::string name = importer.unique_blob(out(0) + suffix);
+  importer.blobs[name] = batched;
+  return name;
+}
+
+Status OpContext::reshape(const std::string& x, const std::vector<int64_t>& dims, bool batched, std::string* y) const {
+  if (y->empty()) *y = new_blob("/reshape", batched);
+  set_batched(*y, batched);
+  fb::ReshapeParamT p;
+  p.shape = kestrel_dims(dims, batched);
+  add("Reshape", std::move(p), {x}, {*y}, "/reshape_" + *y);
+  return Status::Ok();
+}
+
+Status OpContext::as_batched(const std::string& x, std::string* y) const {
+  std::vector<int64_t> dims;
+  Status s = shape(x, &dims);
+  if (!s.ok()) return s;
+  if (batched(x)) {
+    *y = x;
+    return Status::Ok();
+  }
+  if (dims.size() < 2 || dims[0] != 1) {
+    const std::string batch = dims.size() < 2 ? "no batch axis" : "a batch of " + std::to_string(dims[0]);
+    return unsupported("input " + dims_text(dims) + " has " + batch + "; Kestrel's " + node.op_type() +
+                       " takes one image, dim 0 must be 1");
+  }
+  y->clear();
+  return reshape(x, dims, true, y);
+}
+
+Status OpContext::as_batchless(const std::string& x, std::string* y) const {
+  std::vector<int64_t> dims;
+  Status s = shape(x, &dims);
+  if (!s.ok()) return s;
+  if (!batched(x)) {
+    *y = x;
+    return Status::Ok();
+  }
+  if (dims.size() > 4) {
+    return unsupported("input " + dims_text(dims) +
+                       ": the op works on the batch axis, which Kestrel keeps for at most 4 dims");
+  }
+  y->clear();
+  return reshape(x, dims, false, y);
+}
 
 void OpContext::set_constant(size_t i, ConstTensor t) const { importer.consts[out(i)] = std::move(t); }
 
@@ -287,7 +388,8 @@ Status import_onnx_bytes(const void* data, size_t size, const OnnxImportOptions&
 std::vector<std::string> supported_onnx_ops() {
   std::set<std::string> ops;
   for (const std::string& t : onnx_import::folder_types()) ops.insert(t);
-  for (const auto* table : {&onnx_import::compute_ops(), &onnx_import::shape_ops()}) {
+  for (const auto* table : {&onnx_import::compute_ops(), &onnx_import::math_ops(), &onnx_import::shape_ops(),
+                            &onnx_import::resize_ops()}) {
     for (const onnx_import::OpSpec& s : *table) ops.insert(s.type);
   }
   return std::vector<std::string>(ops.begin(), ops.end());

@@ -11,7 +11,9 @@
 namespace kestrel::convert {
 
 struct OnnxImportOptions {
-  // Shapes for inputs with symbolic or missing dims: name -> NCHW (batch 1, dropped).
+  // Shapes for inputs with symbolic or missing dims: name -> the full ONNX shape
+  // (1,C,H,W for an image). As for declared shapes, a rank >= 3 shape with dim 0 of 1
+  // is a batch of one that Kestrel drops; any other is Kestrel's shape as it is.
   std::vector<std::pair<std::string, std::vector<int>>> input_shapes;
 };
 

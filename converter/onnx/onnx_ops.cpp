@@ -1,6 +1,6 @@
-// ONNX compute ops -> Kestrel nodes: convolution, pooling, batch norm, activations,
-// elementwise arithmetic, Gemm/MatMul and softmax. Each converter maps the attributes
-// exactly or refuses with kUnsupported, never an approximation.
+// ONNX compute ops -> Kestrel nodes: convolution, pooling, activations, softmax and
+// the identities. Each converter maps the attributes exactly or refuses with
+// kUnsupported, never an approximation.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,23 +12,41 @@ namespace {
 
 using A = fb::ActivationType;
 
-// The 2-D spatial attributes shared by Conv, ConvTranspose and the pools.
+// The spatial attributes shared by Conv, ConvTranspose and the pools, for 1 or 2
+// spatial axes; a 1-D op runs as a 2-D one of height 1 (see lift).
 struct Spatial {
   int kernel[2] = {1, 1}, stride[2] = {1, 1}, dilation[2] = {1, 1};
   int pads[4] = {0, 0, 0, 0};  // top, left, bottom, right (ONNX order)
   fb::PadMode mode = fb::PadMode::Explicit;
 };
 
-Status read_spatial(const onnx::NodeProto& n, const std::vector<int64_t>& kernel, Spatial* sp) {
-  if (kernel.size() != 2) return unsupported("only 2-D kernels are supported, got " + dims_text(kernel));
-  const std::vector<int64_t> strides = attr_ints(n, "strides"), dil = attr_ints(n, "dilations"),
-                             pads = attr_ints(n, "pads");
-  if ((!strides.empty() && strides.size() != 2) || (!dil.empty() && dil.size() != 2) ||
-      (!pads.empty() && pads.size() != 4)) {
-    return invalid("strides, dilations and pads must match the 2 spatial axes");
+// An attribute of `n` values per spatial axis (or empty) as 2 values, a 1-D one
+// after `fill`.
+Status spatial_attr(const std::vector<int64_t>& v, size_t n, int64_t fill, const char* what,
+                    std::vector<int64_t>* out) {
+  if (!v.empty() && v.size() != n) {
+    return invalid(std::string(what) + " " + dims_text(v) + " does not match the kernel");
   }
+  *out = v;
+  if (!v.empty() && n == 1) out->insert(out->begin(), fill);
+  return Status::Ok();
+}
+
+Status read_spatial(const onnx::NodeProto& n, const std::vector<int64_t>& kernel, Spatial* sp) {
+  const size_t ns = kernel.size();
+  if (ns != 1 && ns != 2) return unsupported("only 1-D and 2-D kernels are supported, got " + dims_text(kernel));
+  std::vector<int64_t> k, strides, dil, pads;
+  Status s = spatial_attr(kernel, ns, 1, "kernel", &k);
+  if (s.ok()) s = spatial_attr(attr_ints(n, "strides"), ns, 1, "strides", &strides);
+  if (s.ok()) s = spatial_attr(attr_ints(n, "dilations"), ns, 1, "dilations", &dil);
+  const std::vector<int64_t> raw_pads = attr_ints(n, "pads");
+  if (!raw_pads.empty() && raw_pads.size() != 2 * ns) {
+    return invalid("pads " + dims_text(raw_pads) + " does not match the kernel");
+  }
+  if (!raw_pads.empty()) pads = ns == 1 ? std::vector<int64_t>{0, raw_pads[0], 0, raw_pads[1]} : raw_pads;
+  if (!s.ok()) return s;
   for (int a = 0; a < 2; ++a) {
-    sp->kernel[a] = clamp_int(kernel[a]);
+    sp->kernel[a] = clamp_int(k[a]);
     sp->stride[a] = strides.empty() ? 1 : clamp_int(strides[a]);
     sp->dilation[a] = dil.empty() ? 1 : clamp_int(dil[a]);
     if (sp->kernel[a] <= 0 || sp->stride[a] <= 0 || sp->dilation[a] <= 0) {
@@ -60,20 +78,63 @@ void set_spatial(const Spatial& sp, P* p) {
   p->pad_mode = sp.mode;
 }
 
+// The image layers take one [C,H,W] image: input 0 made batched, and a 1-D [1,C,L]
+// given a unit height ([C,1,L]). `in` receives the ONNX shape the layer sees.
+struct Lifted {
+  std::string x, y;         // the layer's input and output blobs
+  std::vector<int64_t> in;  // [1,C,H,W]
+  bool one_d = false;
+};
+
+Status lift(OpContext& ctx, size_t spatial, Lifted* l) {
+  std::string x;
+  Status s = ctx.blob(0, &x);
+  if (s.ok()) s = ctx.as_batched(x, &l->x);
+  if (s.ok()) s = ctx.shape(l->x, &l->in);
+  if (!s.ok()) return s;
+  if (l->in.size() != spatial + 2) {
+    return unsupported("input " + dims_text(l->in) + " for a " + std::to_string(spatial) + "-D kernel");
+  }
+  l->one_d = spatial == 1;
+  l->y = ctx.out(0);
+  ctx.set_batched(l->y, true);
+  if (!l->one_d) return Status::Ok();
+  l->in.insert(l->in.begin() + 2, 1);
+  std::string x2;
+  if (!(s = ctx.reshape(l->x, l->in, true, &x2)).ok()) return s;
+  l->x = x2;
+  l->y = ctx.new_blob("/2d", true);
+  return Status::Ok();
+}
+
+// After the layer: a 1-D op's output loses the unit height again.
+Status unlift(OpContext& ctx, const Lifted& l) {
+  if (!l.one_d) return Status::Ok();
+  std::vector<int64_t> out;
+  Status s = ctx.shape(l.y, &out);
+  if (!s.ok()) return s;
+  out.erase(out.begin() + 2);
+  std::string y = ctx.out(0);
+  return ctx.reshape(l.y, out, true, &y);
+}
+
 // Conv and ConvTranspose: weights and bias from constants.
 template <bool kTransposed>
 Status convert_conv(OpContext& ctx) {
-  std::string x;
-  Status s = ctx.blob(0, &x);
-  if (!s.ok()) return s;
   const ConstTensor* w = ctx.constant(1);
   if (!w) return unsupported("the weight (input 1) must be a constant");
-  if (w->dims.size() != 4) return unsupported("only 2-D convolution (4-D weights), got " + dims_text(w->dims));
+  if (w->dims.size() != 3 && w->dims.size() != 4) {
+    return unsupported("only 1-D and 2-D convolution (3-D or 4-D weights), got " + dims_text(w->dims));
+  }
+  const std::vector<int64_t> w_kernel(w->dims.begin() + 2, w->dims.end());
   std::vector<int64_t> kernel = attr_ints(ctx.node, "kernel_shape");
-  if (kernel.empty()) kernel = {w->dims[2], w->dims[3]};
-  if (kernel != std::vector<int64_t>{w->dims[2], w->dims[3]}) return invalid("kernel_shape does not match the weight");
+  if (kernel.empty()) kernel = w_kernel;
+  if (kernel != w_kernel) return invalid("kernel_shape does not match the weight");
   Spatial sp;
-  if (!(s = read_spatial(ctx.node, kernel, &sp)).ok()) return s;
+  Status s = read_spatial(ctx.node, kernel, &sp);
+  Lifted l;
+  if (s.ok()) s = lift(ctx, kernel.size(), &l);
+  if (!s.ok()) return s;
   fb::ConvolutionParamT c;
   c.group = clamp_int(attr_int(ctx.node, "group", 1));
   if (c.group <= 0) return invalid("group must be > 0");
@@ -81,26 +142,28 @@ Status convert_conv(OpContext& ctx) {
   set_spatial(sp, &c);
   c.dilation_h = sp.dilation[0], c.dilation_w = sp.dilation[1];
   if (kTransposed) {
-    const std::vector<int64_t> out_pad = attr_ints(ctx.node, "output_padding");
-    const std::vector<int64_t> out_shape = attr_ints(ctx.node, "output_shape");
-    if (!out_pad.empty()) {
-      if (out_pad.size() != 2) return invalid("output_padding must have 2 values");
-      c.output_pad_h = clamp_int(out_pad[0]), c.output_pad_w = clamp_int(out_pad[1]);
+    std::vector<int64_t> out_pad, out_shape;
+    if (!(s = spatial_attr(attr_ints(ctx.node, "output_padding"), kernel.size(), 0, "output_padding", &out_pad)).ok() ||
+        !(s = spatial_attr(attr_ints(ctx.node, "output_shape"), kernel.size(), 1, "output_shape", &out_shape)).ok()) {
+      return s;
     }
+    if (!out_pad.empty()) c.output_pad_h = clamp_int(out_pad[0]), c.output_pad_w = clamp_int(out_pad[1]);
     // auto_pad and output_shape fix the total padding; Kestrel takes it explicitly.
     if (sp.mode != fb::PadMode::Explicit || !out_shape.empty()) {
-      std::vector<int64_t> in;
-      if (!(s = ctx.shape(x, &in)).ok()) return s;
-      if (in.size() != 4) return invalid("input must be 4-D");
       int* begin[2] = {&c.pad_top, &c.pad_left};
       int* end[2] = {&c.pad_bottom, &c.pad_right};
       const int op[2] = {c.output_pad_h, c.output_pad_w};
-      for (int a = 0; a < 2; ++a) {
-        const int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - 2 + static_cast<size_t>(a)]
-                                                  : in[2 + static_cast<size_t>(a)] * sp.stride[a];
-        const int64_t total = static_cast<int64_t>(sp.stride[a]) * (in[2 + static_cast<size_t>(a)] - 1) + op[a] +
+      for (size_t a = 0; a < 2; ++a) {
+        const int64_t in = l.in[2 + a];
+        const int64_t target = !out_shape.empty() ? out_shape[a] : in * sp.stride[a];
+        const int64_t total = static_cast<int64_t>(sp.stride[a]) * (in - 1) + op[a] +
                               (static_cast<int64_t>(sp.kernel[a]) - 1) * sp.dilation[a] + 1 - target;
-        if (total < 0) return unsupported("output_shape larger than the full transposed convolution");
+        // An output_shape beyond the full result extends it at the end, as output_padding.
+        if (total < 0) {
+          (a == 0 ? c.output_pad_h : c.output_pad_w) += clamp_int(-total);
+          *begin[a] = *end[a] = 0;
+          continue;
+        }
         const int64_t small = total / 2, large = total - total / 2;
         const bool upper = sp.mode != fb::PadMode::SameLower;
         *begin[a] = clamp_int(upper ? small : large), *end[a] = clamp_int(upper ? large : small);
@@ -115,53 +178,41 @@ Status convert_conv(OpContext& ctx) {
     return invalid("bias has " + std::to_string(b->count()) + " values for " + std::to_string(c.num_output) +
                    " outputs");
   }
-  Node& n = ctx.add(kTransposed ? "Deconvolution" : "Convolution", std::move(c), {x}, {ctx.out(0)});
+  Node& n = ctx.add(kTransposed ? "Deconvolution" : "Convolution", std::move(c), {l.x}, {l.y});
   n.weights.push_back(w->to_weight());
+  if (l.one_d) n.weights.back().shape.insert(n.weights.back().shape.begin() + 2, 1);
   if (b) n.weights.push_back(Tensor{{static_cast<int>(b->count())}, {b->values.begin(), b->values.end()}});
-  return Status::Ok();
+  return unlift(ctx, l);
 }
 
 template <fb::PoolType kPool, bool kGlobal>
 Status convert_pool(OpContext& ctx) {
-  std::string x;
-  Status s = ctx.blob(0, &x);
-  if (!s.ok()) return s;
   fb::PoolingParamT p;
   p.pool = kPool;
   p.global = kGlobal;
-  if (!kGlobal) {
+  size_t spatial = 2;
+  Status s;
+  if (kGlobal) {
+    std::string x;
+    std::vector<int64_t> in;
+    if (!(s = ctx.blob(0, &x)).ok() || !(s = ctx.shape(x, &in)).ok()) return s;
+    spatial = in.size() == 3 ? 1 : 2;
+  } else {
     if (ctx.node.output_size() > 1 && !ctx.out(1).empty()) return unsupported("MaxPool indices output");
     if (attr_int(ctx.node, "storage_order", 0) != 0) return unsupported("storage_order 1");
     Spatial sp;
-    if (!(s = read_spatial(ctx.node, attr_ints(ctx.node, "kernel_shape"), &sp)).ok()) return s;
+    const std::vector<int64_t> kernel = attr_ints(ctx.node, "kernel_shape");
+    if (!(s = read_spatial(ctx.node, kernel, &sp)).ok()) return s;
     if (sp.dilation[0] != 1 || sp.dilation[1] != 1) return unsupported("pooling with dilations");
     set_spatial(sp, &p);
     p.round_mode = attr_int(ctx.node, "ceil_mode", 0) ? fb::RoundMode::Ceil : fb::RoundMode::Floor;
     p.count_include_pad = attr_int(ctx.node, "count_include_pad", 0) != 0;
+    spatial = kernel.size();
   }
-  ctx.add("Pooling", std::move(p), {x}, {ctx.out(0)});
-  return Status::Ok();
-}
-
-Status convert_batchnorm(OpContext& ctx) {
-  std::string x;
-  Status s = ctx.blob(0, &x);
-  if (!s.ok()) return s;
-  if (ctx.node.output_size() > 1) return unsupported("training mode outputs (running mean/var)");
-  if (attr_int(ctx.node, "training_mode", 0) != 0) return unsupported("training_mode 1");
-  fb::BatchNormParamT p;
-  p.eps = attr_float(ctx.node, "epsilon", 1e-5f);
-  // ONNX order: scale, B, mean, var; Kestrel's: mean, var, gamma, beta.
-  const size_t order[4] = {3, 4, 1, 2};
-  std::vector<Tensor> weights;
-  for (size_t i : order) {
-    const ConstTensor* c = ctx.constant(i);
-    if (!c) return unsupported("input " + std::to_string(i) + " must be a constant");
-    weights.push_back(Tensor{{static_cast<int>(c->count())}, {c->values.begin(), c->values.end()}});
-  }
-  Node& n = ctx.add("BatchNorm", std::move(p), {x}, {ctx.out(0)});
-  n.weights = std::move(weights);
-  return Status::Ok();
+  Lifted l;
+  if (!(s = lift(ctx, spatial, &l)).ok()) return s;
+  ctx.add("Pooling", std::move(p), {l.x}, {l.y});
+  return unlift(ctx, l);
 }
 
 template <A kType>
@@ -169,7 +220,9 @@ Status convert_plain(OpContext& ctx) {
   return add_activation(ctx, kType);
 }
 
-Status convert_leaky_relu(OpContext& ctx) { return add_activation(ctx, A::LeakyReLU, attr_float(ctx.node, "alpha", 0.01f)); }
+Status convert_leaky_relu(OpContext& ctx) {
+  return add_activation(ctx, A::LeakyReLU, attr_float(ctx.node, "alpha", 0.01f));
+}
 Status convert_elu(OpContext& ctx) { return add_activation(ctx, A::ELU, attr_float(ctx.node, "alpha", 1.f)); }
 
 Status convert_hard_sigmoid(OpContext& ctx) {
@@ -198,170 +251,88 @@ Status convert_clip(OpContext& ctx) {
   return add_activation(ctx, A::Clip, lo, hi);
 }
 
-Status convert_prelu(OpContext& ctx) {
-  std::string x;
-  Status s = ctx.blob(0, &x);
-  if (!s.ok()) return s;
-  const ConstTensor* slope = ctx.constant(1);
-  if (!slope) return unsupported("the slope must be a constant");
-  std::vector<int64_t> in;
-  if (!(s = ctx.shape(x, &in)).ok()) return s;
-  // One shared value, or per channel: aligned at the innermost axis, the slope is 1
-  // everywhere but the channel axis (so [C] is per channel only on a [1,C] input).
-  const size_t n = slope->count();
-  if (n != 1) {
-    std::vector<int64_t> d(in.size() - std::min(in.size(), slope->dims.size()), 1);
-    d.insert(d.end(), slope->dims.begin(), slope->dims.end());
-    bool per_channel = d.size() == in.size() && in.size() > 1 && d[1] == in[1];
-    for (size_t i = 0; i < d.size(); ++i) per_channel = per_channel && (i == 1 || d[i] == 1);
-    if (!per_channel) {
-      return unsupported("slope shape " + dims_text(slope->dims) + " is neither per channel nor a scalar for input " +
-                         dims_text(in));
-    }
+// Softmax over the flattened block of axes [from, rank): one Kestrel Softmax when at
+// most one of those axes is longer than 1, else a 2-D [outer, block] view of it.
+Status softmax_block(OpContext& ctx, const std::string& x, const std::vector<int64_t>& in, size_t from,
+                     fb::SoftmaxParamT p) {
+  std::vector<size_t> long_axes;
+  for (size_t a = from; a < in.size(); ++a) {
+    if (in[a] != 1) long_axes.push_back(a);
   }
-  Node& node = ctx.add("PReLU", fb::PReLUParamT{}, {x}, {ctx.out(0)});
-  node.weights.push_back(Tensor{{static_cast<int>(n)}, {slope->values.begin(), slope->values.end()}});
-  return Status::Ok();
-}
-
-Status convert_binary(OpContext& ctx) {
-  const std::string& type = ctx.node.op_type();
-  fb::BinaryOpParamT p;
-  p.op = type == "Add" ? fb::BinaryOpType::Add : type == "Sub" ? fb::BinaryOpType::Sub
-       : type == "Mul" ? fb::BinaryOpType::Mul : fb::BinaryOpType::Div;
-  const ConstTensor* c0 = ctx.constant(0);
-  const ConstTensor* c1 = ctx.constant(1);
-  if (!c0 && !c1) {
-    // Two run-time blobs: both carry the batch, so Kestrel's innermost-aligned
-    // broadcasting matches when their ranks match.
-    std::vector<int64_t> a, b;
-    Status s = ctx.shape(ctx.in(0), &a);
-    if (s.ok()) s = ctx.shape(ctx.in(1), &b);
+  if (long_axes.size() <= 1) {
+    std::string src = x;
+    const int64_t axis = long_axes.empty() ? static_cast<int64_t>(in.size()) - 1 : static_cast<int64_t>(long_axes[0]);
+    std::vector<int> k;
+    Status s = kestrel_axes_of(ctx, &src, {axis}, "axis", &k);
     if (!s.ok()) return s;
-    if (a.size() != b.size()) return unsupported("operands of different rank " + dims_text(a) + ", " + dims_text(b));
-    ctx.add("BinaryOp", std::move(p), {ctx.in(0), ctx.in(1)}, {ctx.out(0)});
+    p.axis = k[0];
+    ctx.set_batched(ctx.out(0), ctx.batched(src));
+    ctx.add("Softmax", std::move(p), {src}, {ctx.out(0)});
     return Status::Ok();
   }
-  const ConstTensor* c = c1 ? c1 : c0;
-  const std::string x = c1 ? ctx.in(0) : ctx.in(1);
-  p.reverse = c0 != nullptr;
-  std::vector<int64_t> xs;
-  Status s = ctx.shape(x, &xs);
+  const std::vector<int64_t> flat = {product(in, 0, from), product(in, from)};
+  bool flat_batched = false;
+  Status s = pick_layout(flat, true, &flat_batched);
+  std::string x2, y2;
+  if (s.ok()) s = ctx.reshape(x, flat, flat_batched, &x2);
   if (!s.ok()) return s;
-  if (c->dims.size() > xs.size()) return unsupported("constant operand of higher rank than the input");
-  if (c->dims.size() == xs.size() && c->dims[0] != 1) return unsupported("constant operand varies along the batch");
-  if (c->count() == 1) {
-    p.with_scalar = true;
-    p.scalar = static_cast<float>(c->values[0]);
-    ctx.add("BinaryOp", std::move(p), {x}, {ctx.out(0)});
-    return Status::Ok();
-  }
-  // Leading 1s broadcast the same with or without them; dropping them also drops
-  // the batch entry of a full-rank constant.
-  Tensor w = c->to_weight();
-  while (w.shape.size() > 1 && w.shape[0] == 1) w.shape.erase(w.shape.begin());
-  Node& n = ctx.add("BinaryOp", std::move(p), {x}, {ctx.out(0)});
-  n.weights.push_back(std::move(w));
-  return Status::Ok();
+  p.axis = -1;
+  y2 = ctx.new_blob("/softmax", flat_batched);
+  ctx.add("Softmax", std::move(p), {x2}, {y2});
+  std::string y = ctx.out(0);
+  return ctx.reshape(y2, in, ctx.batched(x), &y);
 }
 
-// Gemm: with a constant B on a [1,K] input, a plain InnerProduct (alpha and beta
-// folded into the weights); anything else is not expressible on a batch-1 blob.
-Status convert_gemm(OpContext& ctx) {
-  std::string a;
-  Status s = ctx.blob(0, &a);
-  if (!s.ok()) return s;
-  const ConstTensor* b = ctx.constant(1);
-  if (!b) return unsupported("B (input 1) must be a constant");
-  if (attr_int(ctx.node, "transA", 0) != 0) return unsupported("transA with a batch-1 input");
-  if (b->dims.size() != 2) return invalid("B must be 2-D");
-  const bool trans_b = attr_int(ctx.node, "transB", 0) != 0;
-  const float alpha = attr_float(ctx.node, "alpha", 1.f), beta = attr_float(ctx.node, "beta", 1.f);
-  const int64_t k = trans_b ? b->dims[1] : b->dims[0], n = trans_b ? b->dims[0] : b->dims[1];
-  std::vector<int64_t> as;
-  if (!(s = ctx.shape(a, &as)).ok()) return s;
-  if (as.size() != 2 || as[1] != k) return invalid("A " + dims_text(as) + " does not match B " + dims_text(b->dims));
-  Tensor w{{clamp_int(n), clamp_int(k)}, std::vector<float>(static_cast<size_t>(n * k))};
-  for (int64_t o = 0; o < n; ++o) {
-    for (int64_t i = 0; i < k; ++i) {
-      w.data[static_cast<size_t>(o * k + i)] =
-          alpha * static_cast<float>(b->values[static_cast<size_t>(trans_b ? o * k + i : i * n + o)]);
-    }
-  }
-  fb::InnerProductParamT p;
-  p.num_output = clamp_int(n);
-  const ConstTensor* c = ctx.in(2).empty() ? nullptr : ctx.constant(2);
-  if (!ctx.in(2).empty() && !c) return unsupported("C (input 2) must be a constant");
-  Tensor bias{{clamp_int(n)}, {}};
-  if (c) {
-    // C broadcasts to [1,N]: N values or one.
-    if (c->count() != 1 && static_cast<int64_t>(c->count()) != n) return unsupported("C of shape " + dims_text(c->dims));
-    for (int64_t o = 0; o < n; ++o) bias.data.push_back(beta * static_cast<float>(c->values[c->count() == 1 ? 0 : static_cast<size_t>(o)]));
-    p.bias_term = true;
-  }
-  Node& node = ctx.add("InnerProduct", std::move(p), {a}, {ctx.out(0)});
-  node.weights.push_back(std::move(w));
-  if (c) node.weights.push_back(std::move(bias));
-  return Status::Ok();
-}
-
-// MatMul with a constant 2-D B: on [1,K] an InnerProduct, on [1,M,K] a Kestrel Gemm.
-Status convert_matmul(OpContext& ctx) {
-  std::string a;
-  Status s = ctx.blob(0, &a);
-  if (!s.ok()) return s;
-  const ConstTensor* b = ctx.constant(1);
-  if (!b || b->dims.size() != 2) return unsupported("only a constant 2-D B is supported");
-  std::vector<int64_t> as;
-  if (!(s = ctx.shape(a, &as)).ok()) return s;
-  const int64_t k = b->dims[0], n = b->dims[1];
-  if (as.back() != k) return invalid("A " + dims_text(as) + " does not match B " + dims_text(b->dims));
-  if (as.size() == 3) {
-    fb::GemmParamT p;
-    Node& node = ctx.add("Gemm", std::move(p), {a}, {ctx.out(0)});
-    node.weights.push_back(b->to_weight());
-    return Status::Ok();
-  }
-  if (as.size() != 2) return unsupported("A of rank " + std::to_string(as.size()));
-  Tensor w{{clamp_int(n), clamp_int(k)}, std::vector<float>(static_cast<size_t>(n * k))};
-  for (int64_t o = 0; o < n; ++o) {
-    for (int64_t i = 0; i < k; ++i) w.data[static_cast<size_t>(o * k + i)] = static_cast<float>(b->values[static_cast<size_t>(i * n + o)]);
-  }
-  fb::InnerProductParamT p;
-  p.num_output = clamp_int(n);
-  Node& node = ctx.add("InnerProduct", std::move(p), {a}, {ctx.out(0)});
-  node.weights.push_back(std::move(w));
-  return Status::Ok();
-}
-
+// Before opset 13 Softmax and LogSoftmax work on the input coerced to 2-D at `axis`
+// (default 1); from 13 on they work along one axis (default -1).
 Status convert_softmax(OpContext& ctx) {
   std::string x;
-  Status s = ctx.blob(0, &x);
-  if (!s.ok()) return s;
   std::vector<int64_t> in;
-  if (!(s = ctx.shape(x, &in)).ok()) return s;
-  // Before opset 13 Softmax flattens from `axis` on (default 1); that equals a softmax
-  // over the last axis only when it is the last axis or the ones after it are 1.
-  const int64_t axis_attr = attr_int(ctx.node, "axis", ctx.opset < 13 ? 1 : -1);
+  Status s = ctx.blob(0, &x);
+  if (s.ok()) s = ctx.shape(x, &in);
+  if (!s.ok()) return s;
   fb::SoftmaxParamT p;
   p.log = ctx.node.op_type() == "LogSoftmax";
-  if (!(s = kestrel_axis(axis_attr, in.size(), "axis", &p.axis)).ok()) return s;
-  if (ctx.opset < 13) {
-    for (size_t i = static_cast<size_t>(p.axis) + 2; i < in.size(); ++i) {
-      if (in[i] != 1) return unsupported("opset < 13 softmax over several axes of " + dims_text(in));
-    }
+  const bool coerce = ctx.opset < 13;
+  size_t axis = 0;
+  if (!(s = normalize_axis(attr_int(ctx.node, "axis", coerce ? 1 : -1), in.size(), "axis", &axis)).ok()) return s;
+  if (!coerce) {
+    std::vector<int> k;
+    if (!(s = kestrel_axes_of(ctx, &x, {static_cast<int64_t>(axis)}, "axis", &k)).ok()) return s;
+    p.axis = k[0];
+    ctx.set_batched(ctx.out(0), ctx.batched(x));
+    ctx.add("Softmax", std::move(p), {x}, {ctx.out(0)});
+    return Status::Ok();
   }
-  ctx.add("Softmax", std::move(p), {x}, {ctx.out(0)});
-  return Status::Ok();
+  return softmax_block(ctx, x, in, axis, std::move(p));
 }
 
-// Identity and inference Dropout: Kestrel's Dropout is the identity (the optimizer
-// removes it); a mask output is not produced.
+// Identity, inference Dropout and Cast to float32: Kestrel's Dropout is the identity
+// (the optimizer removes it).
 Status convert_identity(OpContext& ctx) {
   std::string x;
   Status s = ctx.blob(0, &x);
   if (!s.ok()) return s;
-  if (ctx.node.output_size() > 1 && !ctx.out(1).empty()) return unsupported("the Dropout mask output");
+  const std::string& type = ctx.node.op_type();
+  if (type == "Cast" && attr_int(ctx.node, "to", 0) != onnx::TensorProto::FLOAT) {
+    return unsupported("Cast to type " + std::to_string(attr_int(ctx.node, "to", 0)) +
+                       " of a run-time tensor (Kestrel computes in float32)");
+  }
+  if (type == "Dropout") {
+    if (ctx.node.output_size() > 1 && !ctx.out(1).empty()) return unsupported("the Dropout mask output");
+    // Before opset 7 an explicit is_test 0 asks for training (a model that leaves it
+    // out is taken as exported for inference); from 12 on, the training_mode input.
+    bool training = attr_int(ctx.node, "is_test", 1) == 0;
+    if (!ctx.in(2).empty()) {
+      const ConstTensor* t = ctx.constant(2);
+      if (!t || t->count() != 1) return unsupported("training_mode must be a constant");
+      training = t->values[0] != 0;
+    }
+    // Training with ratio 0 drops nothing and scales by 1.
+    const ConstTensor* r = ctx.in(1).empty() ? nullptr : ctx.constant(1);
+    const bool drops = r ? r->count() != 1 || r->values[0] != 0 : attr_float(ctx.node, "ratio", 0.5f) != 0;
+    if (training && drops) return unsupported("training mode (random dropout)");
+  }
   ctx.add("Dropout", fb::DropoutParamT{}, {x}, {ctx.out(0)});
   return Status::Ok();
 }
@@ -373,7 +344,6 @@ const std::vector<OpSpec> kOps = {
     {"AveragePool", convert_pool<fb::PoolType::Average, false>, 1, 1},
     {"GlobalMaxPool", convert_pool<fb::PoolType::Max, true>, 1, 1},
     {"GlobalAveragePool", convert_pool<fb::PoolType::Average, true>, 1, 1},
-    {"BatchNormalization", convert_batchnorm, 5, 5},
     {"Relu", convert_plain<A::ReLU>, 1, 1},
     {"Sigmoid", convert_plain<A::Sigmoid>, 1, 1},
     {"Tanh", convert_plain<A::TanH>, 1, 1},
@@ -383,17 +353,11 @@ const std::vector<OpSpec> kOps = {
     {"HardSigmoid", convert_hard_sigmoid, 1, 1},
     {"Gelu", convert_gelu, 1, 1},
     {"Clip", convert_clip, 1, 3},
-    {"PRelu", convert_prelu, 2, 2},
-    {"Add", convert_binary, 2, 2},
-    {"Sub", convert_binary, 2, 2},
-    {"Mul", convert_binary, 2, 2},
-    {"Div", convert_binary, 2, 2},
-    {"Gemm", convert_gemm, 2, 3},
-    {"MatMul", convert_matmul, 2, 2},
     {"Softmax", convert_softmax, 1, 1},
     {"LogSoftmax", convert_softmax, 1, 1},
     {"Identity", convert_identity, 1, 1},
     {"Dropout", convert_identity, 1, 3},
+    {"Cast", convert_identity, 1, 1},
 };
 
 }  // namespace
