@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/layer.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_context.h"
 #include "kestrel/mat.h"
@@ -105,6 +107,117 @@ std::vector<const K*> runnable_kernels(const std::vector<const K*>& all) {
     if (kestrel::kernels::isa_allows(kestrel::kernels::active_isa(), k->isa)) r.push_back(k);
   }
   return r;
+}
+
+// ---- Helpers of the pooling, inner-product, elementwise and softmax tests ----
+
+// `n` floats starting `offset` floats past a 16-byte boundary, with kGuard values of
+// `guard` on each side: kSentinel around outputs catches writes outside the array,
+// NaN around inputs makes any value read from outside show up in the results.
+struct GuardedArray {
+  static constexpr size_t kGuard = 16;
+  explicit GuardedArray(size_t n, size_t offset = 0, float guard = kSentinel)
+      : storage(n + 2 * kGuard + offset, guard), size(n), at(offset), guard_value(guard) {}
+  float* data() { return storage.data() + kGuard + at; }
+  const float* data() const { return storage.data() + kGuard + at; }
+  // The guards on both sides still hold their value.
+  bool guards_untouched() const {
+    const auto same = [&](float v) { return std::memcmp(&v, &guard_value, sizeof(float)) == 0; };
+    for (size_t i = 0; i < kGuard + at; ++i) {
+      if (!same(storage[i])) return false;
+    }
+    for (size_t i = kGuard + at + size; i < storage.size(); ++i) {
+      if (!same(storage[i])) return false;
+    }
+    return true;
+  }
+  std::vector<float> storage;
+  size_t size, at;
+  float guard_value;
+};
+
+// max |got - ref| / max(1, max |ref|) over n values; a NaN on one side only gives +inf.
+inline double relative_error(const float* got, const float* ref, size_t n) {
+  double max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(got[i]) != std::isnan(ref[i])) return INFINITY;
+    if (std::isnan(ref[i])) continue;
+    if (std::isinf(ref[i]) || std::isinf(got[i])) {
+      if (got[i] != ref[i]) return INFINITY;
+      continue;
+    }
+    max_ref = std::max(max_ref, std::fabs(double(ref[i])));
+    max_diff = std::max(max_diff, std::fabs(double(got[i]) - double(ref[i])));
+  }
+  return max_diff / std::max(1.0, max_ref);
+}
+
+// Bit-identical values (NaN payloads included).
+inline bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+// Runs a loaded layer as a Net would: prepare for the inputs' shapes with kernel set
+// `set`, then forward with `threads` threads and the workspace the layer asked for.
+// The output starts as NaN everywhere. With in_place, the output is inputs[0] itself
+// (a layer must declare supports_inplace()).
+inline kestrel::Mat run_layer(kestrel::Layer& layer, std::vector<kestrel::Mat> inputs, kestrel::KernelSet set,
+                              int threads, bool in_place = false) {
+  std::vector<kestrel::Shape> shapes;
+  for (const kestrel::Mat& m : inputs) shapes.push_back(m.shape());
+  std::vector<kestrel::Shape> out_shapes(1);
+  kestrel::PrepareContext pc;
+  pc.kernels = set;
+  const kestrel::Status s = layer.prepare(shapes, out_shapes, pc);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  std::vector<kestrel::Mat> out(1);
+  if (in_place) {
+    REQUIRE(layer.supports_inplace());
+    inputs[0] = inputs[0].clone();
+    out[0] = inputs[0];
+  } else {
+    REQUIRE(out[0].create(out_shapes[0]));
+    std::fill(out[0].data, out[0].data + out[0].total(), NAN);
+  }
+  KernelScratch scratch;
+  const kestrel::kernels::KernelContext k =
+      scratch.make(layer.workspace_bytes, layer.workspace_per_thread_bytes, threads);
+  kestrel::ForwardContext fc;
+  fc.num_threads = threads;
+  fc.workspace = k.workspace;
+  fc.thread_scratch = k.thread_scratch;
+  fc.thread_scratch_stride = k.thread_scratch_stride;
+  const kestrel::Status f = layer.forward(inputs, out, fc);
+  REQUIRE_MESSAGE(f.ok(), f.message());
+  return out[0];
+}
+
+// The real values of a Mat in logical order (channel padding skipped).
+inline std::vector<float> values_of_mat(const kestrel::Mat& m) {
+  const size_t plane = m.dims >= 3 ? size_t(m.w) * m.h * m.d : size_t(m.w) * m.h;
+  const int planes = m.dims >= 3 ? m.c : 1;
+  std::vector<float> v;
+  for (int q = 0; q < planes; ++q) v.insert(v.end(), m.channel(q), m.channel(q) + plane);
+  return v;
+}
+
+// A layer run with both kernel sets and 1 and 4 threads: the fast result within
+// `tolerance` of the reference, and each kernel set's result independent of the
+// thread count bit for bit. Returns the number of comparisons made.
+inline int check_layer_kernel_sets(kestrel::Layer& layer, const std::vector<kestrel::Mat>& inputs, double tolerance,
+                                   bool in_place = false) {
+  const std::vector<float> ref = values_of_mat(run_layer(layer, inputs, kestrel::KernelSet::kReference, 1, in_place));
+  int checks = 0;
+  for (kestrel::KernelSet set : {kestrel::KernelSet::kReference, kestrel::KernelSet::kFast}) {
+    const std::vector<float> one = values_of_mat(run_layer(layer, inputs, set, 1, in_place));
+    const std::vector<float> four = values_of_mat(run_layer(layer, inputs, set, 4, in_place));
+    REQUIRE(one.size() == ref.size());
+    REQUIRE(four.size() == ref.size());
+    const double err = relative_error(one.data(), ref.data(), ref.size());
+    CHECK_MESSAGE(err <= tolerance, "kernel set ", int(set), ": relative error ", err, " > ", tolerance);
+    CHECK_MESSAGE(same_bits(one.data(), four.data(), one.size()), "kernel set ", int(set),
+                  ": 4 threads differ from 1 thread");
+    ++checks;
+  }
+  return checks;
 }
 
 }  // namespace kt

@@ -113,11 +113,16 @@ class Harness {
   }
 
   void forward(const std::vector<Mat>& in, std::vector<Mat>& out, int threads) {
-    const size_t bytes = std::max<size_t>(layer->workspace_bytes, 1);
+    // Laid out as the Extractor does: shared scratch, then one region per thread.
+    const size_t shared = (layer->workspace_bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const size_t stride = (layer->workspace_per_thread_bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const size_t bytes = std::max<size_t>(shared + stride * threads, 1);
     void* ws = ::operator new(bytes, std::align_val_t(kAlignment));
     ForwardContext fc;
     fc.num_threads = threads;
     fc.workspace = ws;
+    fc.thread_scratch = static_cast<char*>(ws) + shared;
+    fc.thread_scratch_stride = stride;
     const Status s = layer->forward(in, out, fc);
     ::operator delete(ws, std::align_val_t(kAlignment));
     REQUIRE_MESSAGE(s.ok(), s.message());

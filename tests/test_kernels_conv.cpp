@@ -110,6 +110,81 @@ std::vector<ConvGeometry> sweep() {
   add(256, 7, 256, 3, 1, 256);
   add(512, 7, 100, 1, 1, 1);
   add(64, 20, 48, 3, 1, 1);
+  // 1x1 with unequal strides on odd extents (rows only / columns only subsampled), a
+  // wide stride-2 map whose last sampled column is its last one, and 6 output channels
+  // left over after blocks of 8 (no count in `channels` leaves 6).
+  auto add_1x1 = [&](int ic, int h, int w, int oc, int sh, int sw, ActivationType act) {
+    ConvGeometry g;
+    g.in_c = ic; g.in_h = h; g.in_w = w; g.out_c = oc; g.sh = sh; g.sw = sw;
+    g.out_h = out_extent(h, 1, sh, 1, 0, 0);
+    g.out_w = out_extent(w, 1, sw, 1, 0, 0);
+    g.bias = true;
+    g.act.type = act;
+    g.act.alpha = 0.1f;
+    out.push_back(g);
+  };
+  add_1x1(9, 13, 11, 14, 1, 2, ActivationType::LeakyReLU);
+  add_1x1(6, 11, 13, 3, 2, 1, ActivationType::TanH);
+  add_1x1(13, 5, 33, 22, 2, 2, ActivationType::None);
+  // 3x3 depthwise edges: every padding 0..2 on each side with strides 1 and 2 on maps
+  // of 1..10 (tiny maps, odd output row counts, partial 8-pixel steps), then rows of
+  // 11..45 where interior steps sit between the left and right edges.
+  auto add_dw = [&](int c, int h, int w, int s, int pt, int pl, int pb, int pr) {
+    ConvGeometry g;
+    g.in_c = g.out_c = g.group = c;
+    g.kh = g.kw = 3;
+    g.sh = g.sw = s;
+    g.pad_top = pt;
+    g.pad_left = pl;
+    g.in_h = std::max(h, 3 - pt - pb);
+    g.in_w = std::max(w, 3 - pl - pr);
+    g.out_h = out_extent(g.in_h, 3, s, 1, pt, pb);
+    g.out_w = out_extent(g.in_w, 3, s, 1, pl, pr);
+    g.bias = rng() % 4 != 0;
+    g.act = random_activation(rng);
+    out.push_back(g);
+  };
+  for (int s = 1; s <= 2; ++s) {
+    for (int p = 0; p < 81; ++p) {
+      add_dw(1 + (p + s) % 5, 1 + (7 * p + s) % 10, 1 + (3 * p + 5 * s) % 10, s, p % 3, p / 3 % 3, p / 9 % 3, p / 27);
+    }
+    for (int w = 11; w <= 45; ++w) add_dw(1 + w % 3, 2 + w % 7, w, s, w % 3, w / 3 % 3, w / 9 % 3, (w + s) % 3);
+  }
+  // Winograd F(4,3) territory: dense 3x3 stride 1, every padding 0..2 on each side,
+  // 8..33 channels, maps from below the kernel's claim threshold up to rows wide enough
+  // for its vld4 interior path (20-column input windows), partial tiles and blocks.
+  // Then the general (im2col SGEMM) cases the random families rarely draw: the stem at
+  // odd sizes, 1x1 with padding, grouped 1x1 read in place, stride 3, a channel
+  // multiplier, 5x5 and stride-3 depthwise, dilation 2 and 3, and reductions long
+  // enough (K = 864, 2880) that the im2col blocks shrink to a few tiles and one tile.
+  auto add_general = [&](int ic, int h, int w, int oc, int kh, int kw, int s, int d, int group, int pt, int pl, int pb,
+                         int pr) {
+    ConvGeometry g;
+    g.in_c = ic; g.in_h = h; g.in_w = w; g.out_c = oc; g.kh = kh; g.kw = kw; g.sh = g.sw = s; g.dh = g.dw = d;
+    g.group = group; g.pad_top = pt; g.pad_left = pl;
+    g.out_h = out_extent(h, kh, s, d, pt, pb);
+    g.out_w = out_extent(w, kw, s, d, pl, pr);
+    g.bias = rng() % 4 != 0;
+    g.act = random_activation(rng);
+    out.push_back(g);
+  };
+  for (int p = 0; p < 81; ++p) {
+    add_general(8 + 5 * p % 26, 6 + 3 * p % 19, 6 + 11 * p % 23, 8 + 7 * p % 27, 3, 3, 1, 1, 1, p % 3, p / 3 % 3,
+                p / 9 % 3, p / 27);
+  }
+  add_general(64, 30, 30, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  add_general(3, 33, 31, 16, 3, 3, 2, 1, 1, 1, 1, 0, 1);
+  add_general(3, 17, 17, 32, 3, 3, 2, 1, 1, 0, 0, 0, 0);
+  add_general(5, 6, 7, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+  add_general(12, 8, 8, 12, 1, 1, 1, 1, 3, 0, 0, 0, 0);
+  add_general(7, 14, 13, 10, 3, 3, 3, 1, 1, 1, 1, 1, 1);
+  add_general(6, 11, 9, 12, 3, 3, 1, 1, 6, 1, 1, 1, 1);
+  add_general(10, 12, 15, 10, 5, 5, 1, 1, 10, 2, 2, 2, 2);
+  add_general(9, 13, 13, 9, 3, 3, 3, 1, 9, 1, 1, 1, 1);
+  add_general(8, 15, 14, 11, 3, 3, 1, 2, 1, 2, 2, 2, 2);
+  add_general(5, 16, 17, 7, 3, 5, 2, 3, 1, 3, 6, 3, 6);
+  add_general(320, 5, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  add_general(96, 9, 9, 20, 3, 3, 2, 1, 1, 1, 1, 1, 1);
   return out;
 }
 
@@ -139,7 +214,7 @@ TEST_SUITE("kernels") {
       const float* bias = g.bias ? b.data() : nullptr;
       kestrel::kernels::conv_reference(g, w.data(), bias, in.data, in.cstep, ref.data, ref.cstep, 1);
       for (const ConvKernel* k : claim) {
-        INFO(k->name << ": " << describe(g));
+        INFO(std::string(k->name) << ": " << describe(g));
         Mat packed;
         REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
         k->pack(g, w.data(), bias, packed.data);
@@ -159,9 +234,9 @@ TEST_SUITE("kernels") {
       }
     }
     for (const ConvKernel* k : kernels) {
-      INFO(k->name);
-      CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", k->name);
-      MESSAGE(k->name << ": " << tested[k->name] << " geometries");
+      INFO(std::string(k->name));
+      CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
+      MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
     }
   }
 

@@ -1,6 +1,10 @@
 // The NEON kernels, one object per file in src/arm/, listed by registry_arm.cpp.
 #pragma once
 #include "kernels/conv_kernels.h"
+#include "kernels/elementwise_kernels.h"
+#include "kernels/fc_kernels.h"
+#include "kernels/pool_kernels.h"
+#include "kernels/softmax_kernels.h"
 
 namespace kestrel::kernels::arm {
 
@@ -9,5 +13,21 @@ extern const ConvKernel kF32Conv1x1_8x8_Neon;      // 1x1, stride 1 and 2, packe
 extern const ConvKernel kF32DwConv3x3_Neon;        // 3x3 depthwise, stride 1 and 2
 extern const ConvKernel kF32ConvWinograd_Neon;     // 3x3 stride 1, Winograd
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
+
+// Pooling (src/arm/f32_pool*_neon.cpp).
+extern const PoolKernel kF32PoolGlobal_Neon;      // global max and average
+extern const PoolKernel kF32Pool2d_Neon;          // windows of width 2, 3 (unrolled) or up to 64, stride 1 and 2
+
+// InnerProduct (src/arm/f32_gemv_8x4_neon.cpp).
+extern const FcKernel kF32Gemv8x4_Neon;           // 8 outputs x 4 inputs per step, packed weights
+
+// Elementwise (src/arm/f32_{binary,eltwise,activation,affine}_neon.cpp).
+extern const BinaryKernel kF32Binary_Neon;        // add/sub/mul/div/max/min, array and scalar forms
+extern const EltwiseKernel kF32Eltwise_Neon;      // n-ary sum with coefficients, prod, max in one pass
+extern const ActivationKernel kF32Activation_Neon;  // every activation type (NEON exp/erf)
+extern const AffineKernel kF32Affine_Neon;        // y = a x + b (BatchNorm, Scale)
+
+// Softmax (src/arm/f32_softmax_neon.cpp).
+extern const SoftmaxKernel kF32Softmax_Neon;      // any axis: contiguous lines or 16 strided lines
 
 }  // namespace kestrel::kernels::arm

@@ -6,11 +6,30 @@ namespace kestrel::kernels::detail {
 
 std::vector<const ConvKernel*> arch_conv_kernels() {
   return {
-      // &arm::kF32Conv1x1_8x8_Neon,
-      // &arm::kF32DwConv3x3_Neon,
-      // &arm::kF32ConvWinograd_Neon,
-      // &arm::kF32ConvSgemm_Neon,
+      &arm::kF32Conv1x1_8x8_Neon,
+      &arm::kF32DwConv3x3_Neon,
+      &arm::kF32ConvWinograd_Neon,
+      &arm::kF32ConvSgemm_Neon,
   };
 }
+
+std::vector<const PoolKernel*> arch_pool_kernels() {
+  return {
+      &arm::kF32PoolGlobal_Neon,
+      &arm::kF32Pool2d_Neon,
+  };
+}
+
+std::vector<const FcKernel*> arch_fc_kernels() { return {&arm::kF32Gemv8x4_Neon}; }
+
+std::vector<const BinaryKernel*> arch_binary_kernels() { return {&arm::kF32Binary_Neon}; }
+
+std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&arm::kF32Eltwise_Neon}; }
+
+std::vector<const ActivationKernel*> arch_activation_kernels() { return {&arm::kF32Activation_Neon}; }
+
+std::vector<const AffineKernel*> arch_affine_kernels() { return {&arm::kF32Affine_Neon}; }
+
+std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {&arm::kF32Softmax_Neon}; }
 
 }  // namespace kestrel::kernels::detail

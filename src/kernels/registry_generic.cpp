@@ -1,9 +1,21 @@
 // Architectures without fast kernels: empty registries, every layer uses its
 // reference code.
 #include "kernels/conv_kernels.h"
+#include "kernels/elementwise_kernels.h"
+#include "kernels/fc_kernels.h"
+#include "kernels/pool_kernels.h"
+#include "kernels/softmax_kernels.h"
 
 namespace kestrel::kernels::detail {
 
 std::vector<const ConvKernel*> arch_conv_kernels() { return {}; }
+
+std::vector<const PoolKernel*> arch_pool_kernels() { return {}; }
+std::vector<const FcKernel*> arch_fc_kernels() { return {}; }
+std::vector<const BinaryKernel*> arch_binary_kernels() { return {}; }
+std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {}; }
+std::vector<const ActivationKernel*> arch_activation_kernels() { return {}; }
+std::vector<const AffineKernel*> arch_affine_kernels() { return {}; }
+std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {}; }
 
 }  // namespace kestrel::kernels::detail

@@ -1,7 +1,9 @@
 // BatchNorm (inference): y = (x - mean) / sqrt(var + eps) * gamma + beta per channel,
-// folded at load into y = x * a + b. Runs in place.
+// folded at load into y = x * a + b, run by a kernel of the affine registry chosen at
+// prepare() (kernels::affine_reference for the reference kernel set). Runs in place.
 #include <cmath>
 
+#include "kernels/elementwise_kernels.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -49,7 +51,8 @@ class BatchNorm final : public Layer {
     return Status::Ok();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
+    kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_affine_kernel(kernels::active_isa()) : nullptr;
     Status s = layer_util::prepare_same_shape("BatchNorm", inputs, outputs);
     if (!s.ok()) return s;
     const int channels = layer_util::channel_view(inputs[0], 0).channels;
@@ -62,10 +65,10 @@ class BatchNorm final : public Layer {
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
+    const auto affine = kernel_ ? kernel_->run : kernels::affine_reference;
     layer_util::for_each_channel(inputs[0], outputs[0], ctx.num_threads,
                                  [&](const float* src, float* dst, size_t n, int c) {
-                                   const float a = a_[c], b = b_[c];
-                                   for (size_t i = 0; i < n; ++i) dst[i] = src[i] * a + b;
+                                   affine(src, dst, n, a_[c], b_[c]);
                                  });
     return Status::Ok();
   }
@@ -75,6 +78,7 @@ class BatchNorm final : public Layer {
 
  private:
   std::vector<float> a_, b_;  // per-channel multiplier and offset
+  const kernels::AffineKernel* kernel_ = nullptr;
 };
 
 }  // namespace

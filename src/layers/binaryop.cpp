@@ -1,9 +1,12 @@
 // BinaryOp: y = a op b with numpy broadcasting (shapes aligned at the innermost axis),
 // b being the second input, a constant weight or a scalar; `reverse` computes b op a.
-// Runs in place when the output has the first input's shape.
-#include <cmath>
+// Runs in place when the output has the first input's shape. forward() reduces the
+// broadcast to rows in one of three forms (array op array, array op scalar, scalar
+// op array) and runs a row kernel of the binary registry on each, chosen at prepare();
+// kernels::binary_reference is the row function of the reference kernel set.
 #include <utility>
 
+#include "kernels/elementwise_kernels.h"
 #include "layers/activation.h"
 #include "layers/layers.h"
 
@@ -12,15 +15,6 @@ namespace {
 
 using layer_util::AxisView;
 using layer_util::corrupt;
-
-struct AddOp { static float apply(float a, float b) { return a + b; } };
-struct SubOp { static float apply(float a, float b) { return a - b; } };
-struct MulOp { static float apply(float a, float b) { return a * b; } };
-struct DivOp { static float apply(float a, float b) { return a / b; } };
-// NaN propagates, as in PyTorch's torch.maximum / torch.minimum.
-struct MaxOp { static float apply(float a, float b) { return (a > b || std::isnan(a)) ? a : b; } };
-struct MinOp { static float apply(float a, float b) { return (a < b || std::isnan(a)) ? a : b; } };
-struct PowOp { static float apply(float a, float b) { return std::pow(a, b); } };
 
 // An operand seen through the output's four axes (leading axes of extent 1 added):
 // stride 0 along the axes it is broadcast over.
@@ -85,7 +79,7 @@ class BinaryOp final : public Layer {
     return Status::Ok();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     Status s = layer_util::check_io("BinaryOp", inputs, 1, 2, outputs);
     if (!s.ok()) return s;
     // Exactly one source for b, so that a converter bug cannot silently pick the wrong one.
@@ -110,6 +104,11 @@ class BinaryOp final : public Layer {
     }
     outputs[0] = layer_util::shape_from_extents(out, ndim);
     same_shape_ = outputs[0] == inputs[0];
+    // Chosen once, at Net load; a kernel that claims an op runs all three row forms.
+    kernels::BinaryGeometry g;
+    g.op = op_;
+    g.act = act_;
+    kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_binary_kernel(g, kernels::active_isa()) : nullptr;
     return Status::Ok();
   }
 
@@ -125,16 +124,7 @@ class BinaryOp final : public Layer {
       b.data = &scalar_;
     }
     if (reverse_) std::swap(a, b);
-    using T = fb::BinaryOpType;
-    switch (op_) {
-      case T::Sub: run<SubOp>(a, b, outputs[0], ctx.num_threads); break;
-      case T::Mul: run<MulOp>(a, b, outputs[0], ctx.num_threads); break;
-      case T::Div: run<DivOp>(a, b, outputs[0], ctx.num_threads); break;
-      case T::Max: run<MaxOp>(a, b, outputs[0], ctx.num_threads); break;
-      case T::Min: run<MinOp>(a, b, outputs[0], ctx.num_threads); break;
-      case T::Pow: run<PowOp>(a, b, outputs[0], ctx.num_threads); break;
-      default: run<AddOp>(a, b, outputs[0], ctx.num_threads); break;
-    }
+    run(a, b, outputs[0], ctx.num_threads);
     return Status::Ok();
   }
 
@@ -144,26 +134,57 @@ class BinaryOp final : public Layer {
   bool supports_inplace() const override { return same_shape_; }
 
  private:
-  // One output row (innermost axis) per iteration, each value written once.
-  template <class Op>
+  // The output's axes of extent > 1 with the three operands' strides, adjacent axes
+  // merged where every operand is dense across them; then rows of the innermost
+  // axis (cut into kElementwiseChunk pieces), one piece per iteration, each value
+  // written once.
   void run(const Operand& a, const Operand& b, Mat& out, int num_threads) const {
     const AxisView ov = layer_util::axis_view(out);
-    int e[4] = {1, 1, 1, 1};
-    size_t os[4] = {0, 0, 0, 0};
     const int lead = 4 - ov.ndim;
-    for (int k = 0; k < ov.ndim; ++k) e[lead + k] = ov.extent[k], os[lead + k] = ov.stride[k];
-    const long long rows = static_cast<long long>(e[0]) * e[1] * e[2];
-    const int n = e[3];
-    const size_t sa = a.stride[3], sb = b.stride[3];
+    int n = 0;
+    long long e[5];
+    size_t so[5], sa[5], sb[5];
+    for (int k = 0; k < ov.ndim; ++k) {
+      if (ov.extent[k] == 1) continue;
+      const size_t oa = a.stride[lead + k], ob = b.stride[lead + k];
+      if (n > 0 && so[n - 1] == ov.stride[k] * ov.extent[k] && sa[n - 1] == oa * ov.extent[k] &&
+          sb[n - 1] == ob * ov.extent[k]) {
+        e[n - 1] *= ov.extent[k];
+        so[n - 1] = ov.stride[k], sa[n - 1] = oa, sb[n - 1] = ob;
+        continue;
+      }
+      e[n] = ov.extent[k], so[n] = ov.stride[k], sa[n] = oa, sb[n] = ob;
+      ++n;
+    }
+    // A row needs a unit-stride output and operands that are arrays or scalars;
+    // otherwise (a column of single values, as [C,1,1] planes) rows are one value.
+    if (n == 0 || so[n - 1] != 1 || sa[n - 1] > 1 || sb[n - 1] > 1) {
+      e[n] = 1, so[n] = 1, sa[n] = 1, sb[n] = 1;
+      ++n;
+    }
+    kernels::BinaryGeometry g;
+    g.op = op_;
+    g.act = act_;
+    g.form = sa[n - 1] == 0 ? kernels::BinaryForm::kScalarArray
+             : sb[n - 1] == 0 ? kernels::BinaryForm::kArrayScalar
+                              : kernels::BinaryForm::kArrayArray;
+    const auto row_fn = kernel_ ? kernel_->run : kernels::binary_reference;
+    const size_t len = static_cast<size_t>(e[n - 1]);
+    const size_t chunk = kernels::kElementwiseChunk;
+    const long long pieces = static_cast<long long>((len + chunk - 1) / chunk);
+    long long rows = 1;
+    for (int k = 0; k + 1 < n; ++k) rows *= e[k];
 #pragma omp parallel for num_threads(num_threads)
-    for (long long r = 0; r < rows; ++r) {
-      const size_t i2 = static_cast<size_t>(r % e[2]), i1 = static_cast<size_t>(r / e[2] % e[1]),
-                   i0 = static_cast<size_t>(r / e[2] / e[1]);
-      const float* pa = a.data + i0 * a.stride[0] + i1 * a.stride[1] + i2 * a.stride[2];
-      const float* pb = b.data + i0 * b.stride[0] + i1 * b.stride[1] + i2 * b.stride[2];
-      float* dst = out.data + i0 * os[0] + i1 * os[1] + i2 * os[2];
-      for (int i = 0; i < n; ++i) dst[i] = Op::apply(pa[i * sa], pb[i * sb]);
-      activate_inplace(dst, static_cast<size_t>(n), act_);
+    for (long long it = 0; it < rows * pieces; ++it) {
+      long long r = it / pieces;
+      const size_t first = static_cast<size_t>(it % pieces) * chunk;
+      size_t off_o = first, off_a = first * sa[n - 1], off_b = first * sb[n - 1];
+      for (int k = n - 2; k >= 0; --k) {
+        const size_t i = static_cast<size_t>(r % e[k]);
+        r /= e[k];
+        off_o += i * so[k], off_a += i * sa[k], off_b += i * sb[k];
+      }
+      row_fn(g, a.data + off_a, b.data + off_b, out.data + off_o, std::min(chunk, len - first));
     }
   }
 
@@ -175,6 +196,7 @@ class BinaryOp final : public Layer {
   const float* weight_ = nullptr;
   std::vector<int> weight_extents_;  // outermost first
   bool same_shape_ = false;          // the prepared output has input 0's shape
+  const kernels::BinaryKernel* kernel_ = nullptr;
 };
 
 }  // namespace

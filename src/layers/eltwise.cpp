@@ -1,31 +1,21 @@
 // Eltwise: combines any number of same-shape inputs elementwise (weighted sum,
-// product or maximum), with a fused activation.
-#include <cmath>
+// product or maximum), with a fused activation. A kernel of the eltwise registry,
+// chosen at prepare(), folds every input in one pass; kernels::eltwise_reference is
+// the reference kernel set's.
+#include <algorithm>
 
+#include "kernels/elementwise_kernels.h"
 #include "layers/activation.h"
 #include "layers/layers.h"
 
 namespace kestrel {
 namespace {
 
-using layer_util::ChannelView;
 using layer_util::corrupt;
 
-// Each op starts from the first input and folds in the others; `k` is the input's
-// coefficient (1 unless a Sum has coefficients).
-struct SumOp {
-  static float first(float x, float k) { return k * x; }
-  static float next(float acc, float x, float k) { return acc + k * x; }
-};
-struct ProdOp {
-  static float first(float x, float) { return x; }
-  static float next(float acc, float x, float) { return acc * x; }
-};
-struct MaxOp {
-  static float first(float x, float) { return x; }
-  // NaN propagates, as in PyTorch's torch.maximum.
-  static float next(float acc, float x, float) { return (acc > x || std::isnan(acc)) ? acc : x; }
-};
+// Inputs folded per kernel call: the source pointers live on the stack, so a longer
+// fold continues from the output in further passes (see EltwiseKernel).
+constexpr int kInputsPerPass = 8;
 
 class Eltwise final : public Layer {
  public:
@@ -45,7 +35,7 @@ class Eltwise final : public Layer {
     return check_activation(act_);
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     Status s = layer_util::check_io("Eltwise", inputs, 1, 1 << 20, outputs);
     if (!s.ok()) return s;
     const Shape& first = inputs[0];
@@ -61,46 +51,56 @@ class Eltwise final : public Layer {
                      std::to_string(inputs.size()) + " inputs");
     }
     outputs[0] = first;
+    g_.op = op_;
+    g_.act = act_;
+    kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_eltwise_kernel(g_, kernels::active_isa()) : nullptr;
     return Status::Ok();
   }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
-    switch (op_) {
-      case fb::EltwiseOp::Prod: run<ProdOp>(inputs, outputs[0], ctx.num_threads); break;
-      case fb::EltwiseOp::Max: run<MaxOp>(inputs, outputs[0], ctx.num_threads); break;
-      default: run<SumOp>(inputs, outputs[0], ctx.num_threads); break;
+    Mat& out = outputs[0];
+    const int planes = layer_util::plane_count(out);
+    const size_t n = layer_util::plane_size(out), chunk = kernels::kElementwiseChunk;
+    const long long pieces = static_cast<long long>((n + chunk - 1) / chunk);
+    const int count = static_cast<int>(inputs.size());
+    const auto fold = kernel_ ? kernel_->run : kernels::eltwise_reference;
+    // Planes cut into pieces, one per iteration; every value is folded over the
+    // inputs in their order, so the result does not depend on the thread count.
+    // Inputs may differ in channel stride.
+#pragma omp parallel for num_threads(ctx.num_threads)
+    for (long long it = 0; it < planes * pieces; ++it) {
+      const int q = static_cast<int>(it / pieces);
+      const size_t first = static_cast<size_t>(it % pieces) * chunk;
+      const size_t len = std::min(chunk, n - first);
+      float* dst = out.channel(q) + first;
+      const float* srcs[kInputsPerPass];
+      float coef[kInputsPerPass];
+      // Pass p folds inputs [k0, k1) into dst, after the first pass starting from dst
+      // itself with coefficient 1 and no activation until the last pass.
+      for (int k0 = 0; k0 < count;) {
+        int m = 0;
+        if (k0 > 0) srcs[m] = dst, coef[m] = 1.f, ++m;
+        const int k1 = std::min(count, k0 + kInputsPerPass - m);
+        for (int k = k0; k < k1; ++k, ++m) {
+          srcs[m] = inputs[k].channel(q) + first;
+          coef[m] = coefficients_.empty() ? 1.f : coefficients_[k];
+        }
+        kernels::EltwiseGeometry g = g_;
+        if (k1 < count) g.act = ActivationSpec{};
+        fold(g, srcs, coef, m, dst, len);
+        k0 = k1;
+      }
     }
     return Status::Ok();
   }
 
  private:
-  // One channel per iteration; inputs are folded in their order, so the result does
-  // not depend on the thread count. Inputs may differ in channel stride.
-  template <class Op>
-  void run(const std::vector<Mat>& inputs, Mat& out, int num_threads) const {
-    const ChannelView ov = layer_util::channel_view(out);
-    const size_t n = ov.size;
-    const size_t count = inputs.size();
-#pragma omp parallel for num_threads(num_threads)
-    for (int q = 0; q < ov.channels; ++q) {
-      float* dst = out.data + ov.stride * q;
-      for (size_t k = 0; k < count; ++k) {
-        const float* src = inputs[k].data + layer_util::channel_view(inputs[k]).stride * q;
-        const float coef = coefficients_.empty() ? 1.f : coefficients_[k];
-        if (k == 0) {
-          for (size_t i = 0; i < n; ++i) dst[i] = Op::first(src[i], coef);
-        } else {
-          for (size_t i = 0; i < n; ++i) dst[i] = Op::next(dst[i], src[i], coef);
-        }
-      }
-      activate_inplace(dst, n, act_);
-    }
-  }
-
   fb::EltwiseOp op_ = fb::EltwiseOp::Sum;
   std::vector<float> coefficients_;
   ActivationSpec act_;
+  kernels::EltwiseGeometry g_;  // op and activation, set in prepare()
+  const kernels::EltwiseKernel* kernel_ = nullptr;
 };
 
 }  // namespace

@@ -1,5 +1,9 @@
 // InnerProduct (fully connected): y = W x + b over the input flattened in logical order.
+// prepare() picks a GEMV kernel from the inner-product registry and packs the weights
+// for it once; kernels::fc_reference covers the rest and the reference kernel set.
+#include "kernels/fc_kernels.h"
 #include "layers/activation.h"
+#include "layers/kernel_bridge.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -40,7 +44,7 @@ class InnerProduct final : public Layer {
     return layer_util::load_bias(ctx.weights, bias, num_output_, &bias_);
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     Status s = layer_util::check_io("InnerProduct", inputs, 1, 1, outputs);
     if (!s.ok()) return s;
     if (inputs[0].total() != size_t(num_input_)) {
@@ -48,7 +52,13 @@ class InnerProduct final : public Layer {
                      std::to_string(num_input_));
     }
     outputs[0] = Shape::make1(num_output_);
-    return Status::Ok();
+    g_ = kernels::FcGeometry{};
+    g_.in_planes = inputs[0].dims >= 3 ? inputs[0].c : 1;
+    g_.in_plane = layer_util::plane_size(inputs[0]);
+    g_.num_output = num_output_;
+    g_.bias = bias_ != nullptr;
+    g_.act = act_;
+    return choose_kernel(ctx);
   }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
@@ -56,19 +66,32 @@ class InnerProduct final : public Layer {
     const Mat& in = inputs[0];
     float* out = outputs[0].data;
     // The input is a sequence of contiguous planes (cstep apart when padded).
-    const int planes = layer_util::plane_count(in);
-    const size_t plane = layer_util::plane_size(in);
-#pragma omp parallel for num_threads(ctx.num_threads)
-    for (int o = 0; o < num_output_; ++o) {
-      const float* w = weight_ + static_cast<size_t>(o) * num_input_;
-      float sum = 0.f;
-      for (int q = 0; q < planes; ++q) {
-        const float* x = in.channel(q);
-        for (size_t i = 0; i < plane; ++i) sum += w[i] * x[i];
-        w += plane;
-      }
-      out[o] = activate(bias_ ? sum + bias_[o] : sum, act_);
+    if (kernel_) {
+      kernel_->run(g_, packed_.data, in.data, in.cstep, out, kernel_context(ctx));
+    } else {
+      kernels::fc_reference(g_, weight_, bias_, in.data, in.cstep, out, ctx.num_threads);
     }
+    return Status::Ok();
+  }
+
+  size_t packed_weight_bytes() const override { return kernel_ ? packed_.total() * sizeof(float) : 0; }
+
+ private:
+  // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
+  Status choose_kernel(const PrepareContext& ctx) {
+    kernel_ = nullptr;
+    packed_.release();
+    workspace_bytes = 0;
+    workspace_per_thread_bytes = 0;
+    if (ctx.kernels != KernelSet::kFast) return Status::Ok();
+    const kernels::FcKernel* k = kernels::select_fc_kernel(g_, kernels::active_isa());
+    if (!k) return Status::Ok();
+    Status s = allocate_packed(k->packed_floats(g_), "inner product weights", &packed_);
+    if (!s.ok()) return s;
+    k->pack(g_, weight_, bias_, packed_.data);
+    workspace_bytes = k->workspace_bytes(g_);
+    workspace_per_thread_bytes = k->workspace_per_thread_bytes(g_);
+    kernel_ = k;
     return Status::Ok();
   }
 
@@ -77,6 +100,9 @@ class InnerProduct final : public Layer {
   ActivationSpec act_;
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
+  kernels::FcGeometry g_;  // resolved in prepare()
+  const kernels::FcKernel* kernel_ = nullptr;
+  Mat packed_;  // kernel_'s packed weights
 };
 
 }  // namespace

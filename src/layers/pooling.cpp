@@ -1,7 +1,8 @@
-// Pooling: max and average over windows, or over the whole plane (global).
-#include <algorithm>
-#include <limits>
-
+// Pooling: max and average over windows, or over the whole plane (global). prepare()
+// picks a fast kernel from the pooling registry when one claims the geometry; the
+// reference loops (kernels::pool_reference) cover the rest and the reference kernel set.
+#include "kernels/pool_kernels.h"
+#include "layers/kernel_bridge.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -10,13 +11,6 @@ namespace {
 using layer_util::AxisGeometry;
 using layer_util::corrupt;
 using layer_util::ParamCheck;
-
-// One axis of one window: the input cells [begin, end) it reads and how many cells
-// of the padded input it covers (the Caffe divisor).
-struct Window {
-  int begin, end;
-  long long padded;
-};
 
 class Pooling final : public Layer {
  public:
@@ -65,7 +59,7 @@ class Pooling final : public Layer {
     return check.status();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     Status s = layer_util::check_io("Pooling", inputs, 1, 1, outputs);
     if (!s.ok()) return s;
     const Shape& in = inputs[0];
@@ -83,6 +77,27 @@ class Pooling final : public Layer {
       if (!s.ok()) return s;
     }
     outputs[0] = Shape::make3(gx_.out, gy_.out, in.c);
+    g_ = kernels::PoolGeometry{};
+    g_.channels = in.c;
+    g_.in_h = in.h;
+    g_.in_w = in.w;
+    g_.out_h = gy_.out;
+    g_.out_w = gx_.out;
+    g_.kh = kh_;
+    g_.kw = kw_;
+    g_.sh = sh_;
+    g_.sw = sw_;
+    g_.pad_top = gy_.pad_begin;
+    g_.pad_bottom = gy_.pad_end;
+    g_.pad_left = gx_.pad_begin;
+    g_.pad_right = gx_.pad_end;
+    g_.pool = pool_;
+    g_.count_include_pad = count_include_pad_;
+    g_.global = global_;
+    // Chosen once, at Net load.
+    kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_pool_kernel(g_, kernels::active_isa()) : nullptr;
+    workspace_bytes = kernel_ ? kernel_->workspace_bytes(g_) : 0;
+    workspace_per_thread_bytes = kernel_ ? kernel_->workspace_per_thread_bytes(g_) : 0;
     return Status::Ok();
   }
 
@@ -90,61 +105,23 @@ class Pooling final : public Layer {
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    const bool avg = pool_ == fb::PoolType::Average;
-#pragma omp parallel for num_threads(ctx.num_threads)
-    for (int q = 0; q < in.c; ++q) {
-      const float* src = in.channel(q);
-      float* dst = out.channel(q);
-      for (int oy = 0; oy < out.h; ++oy) {
-        const Window wy = window(oy, sh_, kh_, gy_, in.h);
-        for (int ox = 0; ox < out.w; ++ox) {
-          const Window wx = window(ox, sw_, kw_, gx_, in.w);
-          dst[static_cast<size_t>(oy) * out.w + ox] = avg ? average(src, in.w, wy, wx) : maximum(src, in.w, wy, wx);
-        }
-      }
+    if (kernel_) {
+      kernel_->run(g_, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
+    } else {
+      kernels::pool_reference(g_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     }
     return Status::Ok();
   }
 
  private:
-  static Window window(int o, int stride, int kernel, const AxisGeometry& g, int in) {
-    const long long start = static_cast<long long>(o) * stride - g.pad_begin;
-    // Caffe clips the window to the padded input: in ceil mode the last one may
-    // reach past the end padding, and those cells do not count even as padding.
-    const long long padded_end = std::min(start + kernel, static_cast<long long>(in) + g.pad_end);
-    Window w;
-    w.padded = padded_end - start;
-    w.begin = static_cast<int>(std::max(start, 0LL));
-    w.end = static_cast<int>(std::min(padded_end, static_cast<long long>(in)));
-    return w;
-  }
-
-  static float maximum(const float* src, int iw, const Window& wy, const Window& wx) {
-    float m = -std::numeric_limits<float>::infinity();
-    for (int y = wy.begin; y < wy.end; ++y) {
-      const float* row = src + static_cast<size_t>(y) * iw;
-      for (int x = wx.begin; x < wx.end; ++x) m = std::max(m, row[x]);
-    }
-    return m;
-  }
-
-  float average(const float* src, int iw, const Window& wy, const Window& wx) const {
-    float sum = 0.f;
-    for (int y = wy.begin; y < wy.end; ++y) {
-      const float* row = src + static_cast<size_t>(y) * iw;
-      for (int x = wx.begin; x < wx.end; ++x) sum += row[x];
-    }
-    const long long count = count_include_pad_ ? wy.padded * wx.padded
-                                               : static_cast<long long>(wy.end - wy.begin) * (wx.end - wx.begin);
-    return sum / static_cast<float>(count);
-  }
-
   fb::PoolType pool_ = fb::PoolType::Max;
   bool global_ = false, ceil_ = false, count_include_pad_ = true;
   int kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
   fb::PadMode pad_mode_ = fb::PadMode::Explicit;
   AxisGeometry gy_, gx_;  // resolved in prepare()
+  kernels::PoolGeometry g_;
+  const kernels::PoolKernel* kernel_ = nullptr;
 };
 
 }  // namespace

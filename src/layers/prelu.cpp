@@ -1,5 +1,8 @@
 // PReLU: y = x > 0 ? x : slope[c] * x, per channel or with one shared slope.
-// Runs in place.
+// Runs in place. Per channel this is LeakyReLU with the channel's slope, so it runs
+// the activation kernel chosen at prepare() (kernels::activation_reference for the
+// reference kernel set: the same formula, x > 0 ? x : x * slope).
+#include "kernels/elementwise_kernels.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -19,7 +22,11 @@ class PReLU final : public Layer {
     return Status::Ok();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
+    ActivationSpec leaky;
+    leaky.type = fb::ActivationType::LeakyReLU;
+    const bool fast = ctx.kernels == KernelSet::kFast;
+    kernel_ = fast ? kernels::select_activation_kernel(leaky, kernels::active_isa()) : nullptr;
     Status s = layer_util::prepare_same_shape("PReLU", inputs, outputs);
     if (!s.ok()) return s;
     return layer_util::check_channel_count(inputs[0], count_, "slope");
@@ -28,10 +35,13 @@ class PReLU final : public Layer {
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     const bool shared = count_ == 1;
+    const auto activate = kernel_ ? kernel_->run : kernels::activation_reference;
     layer_util::for_each_channel(inputs[0], outputs[0], ctx.num_threads,
                                  [&](const float* src, float* dst, size_t n, int c) {
-                                   const float a = slope_[shared ? 0 : c];
-                                   for (size_t i = 0; i < n; ++i) dst[i] = src[i] > 0.f ? src[i] : src[i] * a;
+                                   ActivationSpec leaky;
+                                   leaky.type = fb::ActivationType::LeakyReLU;
+                                   leaky.alpha = slope_[shared ? 0 : c];
+                                   activate(leaky, src, dst, n);
                                  });
     return Status::Ok();
   }
@@ -41,6 +51,7 @@ class PReLU final : public Layer {
  private:
   int count_ = 0;  // the channel count, or 1 for a shared slope
   const float* slope_ = nullptr;
+  const kernels::ActivationKernel* kernel_ = nullptr;
 };
 
 }  // namespace

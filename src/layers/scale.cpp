@@ -1,5 +1,7 @@
 // Scale: y = x * scale[c] (+ bias[c]) per channel, or one shared scale (and bias).
-// Runs in place.
+// Runs in place, through a kernel of the affine registry chosen at prepare()
+// (kernels::affine_reference for the reference kernel set).
+#include "kernels/elementwise_kernels.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -33,7 +35,8 @@ class Scale final : public Layer {
     return Status::Ok();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
+    kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_affine_kernel(kernels::active_isa()) : nullptr;
     Status s = layer_util::prepare_same_shape("Scale", inputs, outputs);
     if (!s.ok()) return s;
     return layer_util::check_channel_count(inputs[0], count_, "scale");
@@ -42,11 +45,11 @@ class Scale final : public Layer {
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     const bool shared = count_ == 1;
+    const auto affine = kernel_ ? kernel_->run : kernels::affine_reference;
     layer_util::for_each_channel(inputs[0], outputs[0], ctx.num_threads,
                                  [&](const float* src, float* dst, size_t n, int c) {
                                    const int k = shared ? 0 : c;
-                                   const float a = scale_[k], b = bias_ ? bias_[k] : 0.f;
-                                   for (size_t i = 0; i < n; ++i) dst[i] = src[i] * a + b;
+                                   affine(src, dst, n, scale_[k], bias_ ? bias_[k] : 0.f);
                                  });
     return Status::Ok();
   }
@@ -57,6 +60,7 @@ class Scale final : public Layer {
   int count_ = 0;  // values in scale (and bias): the channel count, or 1 when shared
   const float* scale_ = nullptr;
   const float* bias_ = nullptr;
+  const kernels::AffineKernel* kernel_ = nullptr;
 };
 
 }  // namespace
