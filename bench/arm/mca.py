@@ -71,6 +71,52 @@ BRANCH_RE = re.compile(r"^\s*(b\.?\w*|cbnz|cbz|tbnz|tbz)\s+.*?(\.L\w+)\s*$")
 LABEL_RE = re.compile(r"^(\.L\w+):")
 
 
+LOAD_RE = re.compile(r"^\s*(ld[1-4]r?|ldr|ldp|ldur|ldnp)\s", re.I)
+STORE_RE = re.compile(r"^\s*(st[1-4]|str|stp|stur|stnp)\s", re.I)
+
+
+def mix_of(lines):
+    """(loads, stores, FMLA instructions) in one iteration."""
+    return (sum(1 for l in lines if LOAD_RE.match(l)), sum(1 for l in lines if STORE_RE.match(l)),
+            sum(1 for l in lines if FMA_RE.match(l)))
+
+
+# MobileNet v1 (224) layers: 1x1 as (in_c, out_c, side), 3x3 depthwise as (channels,
+# input side, stride).
+MOBILENET_1X1 = [(32, 64, 112), (64, 128, 56), (128, 128, 56), (128, 256, 28), (256, 256, 28), (256, 512, 14),
+                 (512, 512, 14), (512, 1024, 7), (1024, 1024, 7)]
+MOBILENET_DW = [(32, 112, 1), (64, 112, 2), (128, 56, 1), (128, 56, 2), (256, 28, 1), (256, 28, 2), (512, 14, 1),
+                (512, 14, 2), (1024, 7, 1)]
+
+
+def layer_mix(loops):
+    """Per-layer instruction mix of MobileNet v1's 1x1 and depthwise layers, modelled
+    from the hot loops as compiled: iterations x the loop's loads, stores and FMLAs,
+    plus the 1x1 kernel's input packing (one vector load and store per 4 values) and
+    output stores. Tiles at the edges are counted as full steps."""
+    rows = []
+    if "conv1x1_8x8" in loops:
+        ld, st, fm = loops["conv1x1_8x8"]
+        for cin, cout, side in MOBILENET_1X1:
+            pixels = side * side
+            macs = cin * cout * pixels
+            iters = macs / 256  # 4 input channels x 8 outputs x 8 pixels per iteration
+            loads = iters * ld + pixels * cin / 4
+            stores = iters * st + pixels * cin / 4 + pixels * cout / 4
+            rows.append((f"conv1x1 {side}x{side}x{cin}->{cout}", macs, loads / macs, stores / macs, iters * fm / macs))
+    for c, side, stride in MOBILENET_DW:
+        key = f"dwconv3x3_s{stride}_2x8"
+        if key not in loops:
+            continue
+        ld, st, fm = loops[key]
+        out = (side + stride - 1) // stride
+        macs = c * out * out * 9
+        iters = c * -(-out // 2) * -(-out // 8)  # 2 rows x 8 pixels per step
+        rows.append((f"dwconv3x3 s{stride} {side}x{side}x{c}", macs, iters * ld / macs, iters * st / macs,
+                     iters * fm / macs))
+    return rows
+
+
 def innermost_loops(body):
     """(start, end) line ranges of loops (a label and a later branch back to it) that
     contain no other loop."""
@@ -108,9 +154,14 @@ def hot_loops(asm_text):
             todo += [m.group(2) for m in map(CALL_RE.match, body) if m]
             for a, b in innermost_loops(body):
                 lines = [l for l in body[a:b + 1] if l.strip() and (LABEL_RE.match(l) or not l.strip().startswith((".", "#", "//")))]
-                if best is None or lanes_of(lines) > lanes_of(best):
+                # The most FMA lanes (the shortest such loop: no spill or tail code);
+                # without any (pooling), the longest loop.
+                def key(ls):
+                    n = lanes_of(ls)
+                    return (n, -len(ls) if n else len(ls))
+                if best is None or key(lines) > key(best):
                     best = lines
-        if best and lanes_of(best) > 0:
+        if best:
             regions[fname[4:]] = best
     return regions
 
@@ -140,7 +191,7 @@ def compile_loops(tmp):
                 path = os.path.join(tmp, region + ".loop.s")
                 with open(path, "w") as g:
                     g.write(f"# LLVM-MCA-BEGIN {region}\n" + "\n".join(lines) + "\n# LLVM-MCA-END\n")
-                out[region] = (path, lanes_of(lines))
+                out[region] = (path, lanes_of(lines), mix_of(lines))
     return out
 
 
@@ -153,7 +204,9 @@ def main():
     rows, misses = [], []
     with tempfile.TemporaryDirectory() as tmp:
         peaks = {cpu: peak_fmas_per_cycle(cpu, tmp) for cpu in cpus}
-        for region, (path, n) in sorted(compile_loops(tmp).items()):
+        loops = compile_loops(tmp)
+        mixes = {region: mix for region, (_, _, mix) in loops.items()}
+        for region, (path, n, _) in sorted(loops.items()):
             for cpu in cpus:
                 cycles = list(mca(path, cpu).values())[0]
                 pct = 100.0 * n / cycles / peaks[cpu] if cycles else 0.0
@@ -168,6 +221,11 @@ def main():
     lines.append("")
     lines.append("Targets (issue 6): conv1x1 >= 85% and dwconv3x3 >= 50% of peak on cortex-a72 and cortex-a76: " +
                  ("all met" if not misses else "missed: " + "; ".join(misses)))
+    lines += ["", "MobileNet v1 per-layer aarch64 instruction mix (model: hot-loop counts x iterations, plus "
+              "packing and output stores):", "",
+              "| layer | multiply-adds | loads / MAC | stores / MAC | FMLAs / MAC |", "|---|---|---|---|---|"]
+    for name, macs, ld, st, fm in layer_mix(mixes):
+        lines.append(f"| {name} | {macs / 1e6:.1f} M | {ld:.3f} | {st:.3f} | {fm:.3f} |")
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:
