@@ -1,4 +1,5 @@
-// kestrel-bench: latency and memory of a .kst model on random input.
+// kestrel-bench: latency and memory of a .kst model on seeded random input (or inputs
+// read from .npy files, so that peers can be timed on the same data).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -6,11 +7,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kestrel/net.h"
+#include "npy.h"
 
 namespace {
 
@@ -22,14 +26,19 @@ struct Args {
   bool light = true;
   kestrel::MemoryStrategy memory = kestrel::MemoryStrategy::kPool;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
+  std::map<std::string, std::string> npy_inputs;  // input name -> .npy path
+  std::string json;                               // write the results here too
 };
 
 const char* kUsage =
     "usage: kestrel-bench MODEL.kst [--threads N] [--loops N] [--warmup N]\n"
-    "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast]\n";
+    "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast]\n"
+    "                     [--input NAME=FILE.npy ...] [--json OUT.json]\n"
+    "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"
+    "time of input + extract of every output, per inference, after the warm-up runs.\n";
 
 bool parse(int argc, char** argv, Args* a) {
-  if (argc < 2) return false;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) return false;
   a->model = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string f = argv[i];
@@ -49,6 +58,10 @@ bool parse(int argc, char** argv, Args* a) {
       a->memory = kestrel::MemoryStrategy::kPool;
     } else if (f == "--memory" && v == "plan") {
       a->memory = kestrel::MemoryStrategy::kPlan;
+    } else if (f == "--input" && v.find('=') != std::string::npos) {
+      a->npy_inputs[v.substr(0, v.find('='))] = v.substr(v.find('=') + 1);
+    } else if (f == "--json") {
+      a->json = v;
     } else if (f == "--kernels" && (v == "ref" || v == "fast")) {
       a->kernels = v == "ref" ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
     } else {
@@ -90,11 +103,29 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kestrel-bench: cannot create input '%s'\n", name.c_str());
       return 1;
     }
-    for (int q = 0; q < m.c; ++q) {
-      float* p = m.channel(q);
-      for (size_t i = 0; i < size_t(m.w) * m.h * m.d; ++i) p[i] = dist(rng);
+    const size_t plane = size_t(m.w) * m.h * m.d;
+    const auto npy = a.npy_inputs.find(name);
+    if (npy != a.npy_inputs.end()) {
+      kt::NpyArray arr;
+      const std::string why = kt::read_npy(npy->second, &arr);
+      if (!why.empty() || arr.data.size() != plane * m.c) {
+        std::fprintf(stderr, "kestrel-bench: input '%s': %s\n", name.c_str(),
+                     why.empty() ? "the .npy holds a different number of values than the input's shape" : why.c_str());
+        return 1;
+      }
+      for (int q = 0; q < m.c; ++q) std::memcpy(m.channel(q), arr.data.data() + q * plane, plane * sizeof(float));
+      a.npy_inputs.erase(npy);
+    } else {
+      for (int q = 0; q < m.c; ++q) {
+        float* p = m.channel(q);
+        for (size_t i = 0; i < plane; ++i) p[i] = dist(rng);
+      }
     }
     inputs.push_back(m);
+  }
+  if (!a.npy_inputs.empty()) {
+    std::fprintf(stderr, "kestrel-bench: the model has no input '%s'\n", a.npy_inputs.begin()->first.c_str());
+    return 1;
   }
   const std::vector<std::string> in_names = net.input_names();
   const std::vector<std::string> out_names = net.output_names();
@@ -150,5 +181,19 @@ int main(int argc, char** argv) {
               static_cast<double>(st.system_allocations) / a.loops, st.pool_hits);
   std::printf("weights          %.2f MiB\n", mib(net.weight_bytes()));
   std::printf("peak RSS         %.2f MiB\n", static_cast<double>(ru.ru_maxrss) / 1024.0);
+  if (!a.json.empty()) {
+    std::ofstream j(a.json);
+    j << "{\"model\": \"" << a.model << "\", \"threads\": " << a.threads << ", \"kernels\": \""
+      << (a.kernels == kestrel::KernelSet::kFast ? "fast" : "ref") << "\", \"memory\": \"" << mem
+      << "\", \"light\": " << (a.light ? "true" : "false") << ", \"loops\": " << a.loops
+      << ", \"min_ms\": " << ms.front() << ", \"median_ms\": " << ms[ms.size() / 2] << ", \"max_ms\": " << ms.back()
+      << ", \"peak_held_bytes\": " << st.peak_held_bytes << ", \"peak_in_use_bytes\": " << st.peak_in_use_bytes
+      << ", \"system_allocations_per_inference\": " << static_cast<double>(st.system_allocations) / a.loops
+      << ", \"weight_bytes\": " << net.weight_bytes() << ", \"peak_rss_kib\": " << ru.ru_maxrss << "}\n";
+    if (!j) {
+      std::fprintf(stderr, "kestrel-bench: cannot write %s\n", a.json.c_str());
+      return 1;
+    }
+  }
   return 0;
 }
