@@ -185,6 +185,16 @@ std::vector<ConvGeometry> sweep() {
   add_general(5, 16, 17, 7, 3, 5, 2, 3, 1, 3, 6, 3, 6);
   add_general(320, 5, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   add_general(96, 9, 9, 20, 3, 3, 2, 1, 1, 1, 1, 1, 1);
+  // 3x3 depthwise rows wide enough for whole 64-pixel steps (AVX-512: 4 x 16 lanes)
+  // and a partial step after them, strides 1 and 2, paddings 0..2 varied by width.
+  for (int w : {63, 64, 65, 97, 130, 131, 161}) {
+    for (int s = 1; s <= 2; ++s) add_dw(1 + w % 3, 3 + w % 4, w, s, w % 3, (w + s) % 3, (w / 2) % 3, (w + 1) % 3);
+  }
+  // 1x1 with long reductions and many x86 tiles (48 and 24 pixels): several tiles per
+  // block, blocks of a single tile, a partial last tile read in place or subsampled.
+  add_1x1(300, 17, 19, 37, 1, 1, ActivationType::ReLU);
+  add_1x1(1100, 7, 7, 20, 1, 1, ActivationType::Clip);
+  add_1x1(200, 23, 21, 70, 2, 2, ActivationType::None);
   return out;
 }
 

@@ -9,15 +9,26 @@
 namespace kestrel::kernels::detail {
 
 std::vector<const ConvKernel*> arch_conv_kernels() {
-  return {};
+  return {
+      &x86::kF32DwConv3x3_Avx512,
+      &x86::kF32DwConv3x3_Avx2,
+      &x86::kF32Conv1x1_8x48_Avx512,
+      &x86::kF32Conv1x1_4x24_Avx2,
+      &x86::kF32ConvSgemm_8x48_Avx512,
+      &x86::kF32ConvSgemm_4x24_Avx2,
+  };
 }
 
-std::vector<const PoolKernel*> arch_pool_kernels() { return {}; }
-std::vector<const FcKernel*> arch_fc_kernels() { return {}; }
-std::vector<const BinaryKernel*> arch_binary_kernels() { return {}; }
-std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {}; }
-std::vector<const ActivationKernel*> arch_activation_kernels() { return {}; }
-std::vector<const AffineKernel*> arch_affine_kernels() { return {}; }
-std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {}; }
+std::vector<const PoolKernel*> arch_pool_kernels() {
+  return {&x86::kF32PoolGlobal_Avx512, &x86::kF32Pool2d_Avx512, &x86::kF32PoolGlobal_Avx2, &x86::kF32Pool2d_Avx2};
+}
+std::vector<const FcKernel*> arch_fc_kernels() { return {&x86::kF32Gemv16x4_Avx512, &x86::kF32Gemv8x4_Avx2}; }
+std::vector<const BinaryKernel*> arch_binary_kernels() { return {&x86::kF32Binary_Avx512, &x86::kF32Binary_Avx2}; }
+std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&x86::kF32Eltwise_Avx512, &x86::kF32Eltwise_Avx2}; }
+std::vector<const ActivationKernel*> arch_activation_kernels() {
+  return {&x86::kF32Activation_Avx512, &x86::kF32Activation_Avx2};
+}
+std::vector<const AffineKernel*> arch_affine_kernels() { return {&x86::kF32Affine_Avx512, &x86::kF32Affine_Avx2}; }
+std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {&x86::kF32Softmax_Avx512, &x86::kF32Softmax_Avx2}; }
 
 }  // namespace kestrel::kernels::detail

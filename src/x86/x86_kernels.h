@@ -2,7 +2,49 @@
 // listed by registry_x86.cpp.
 #pragma once
 #include "kernels/conv_kernels.h"
+#include "kernels/elementwise_kernels.h"
+#include "kernels/fc_kernels.h"
+#include "kernels/pool_kernels.h"
+#include "kernels/softmax_kernels.h"
 
 namespace kestrel::kernels::x86 {
+
+// ---- Pooling, InnerProduct, elementwise and softmax (x86/x86_math.h traits) ----
+
+// Elementwise (src/x86/f32_{binary,eltwise,activation,affine}_{avx512,avx2}.cpp).
+extern const BinaryKernel kF32Binary_Avx512;          // add/sub/mul/div/max/min, array and scalar forms
+extern const BinaryKernel kF32Binary_Avx2;
+extern const EltwiseKernel kF32Eltwise_Avx512;        // n-ary sum with coefficients, prod, max in one pass
+extern const EltwiseKernel kF32Eltwise_Avx2;
+extern const ActivationKernel kF32Activation_Avx512;  // every activation type (vector exp/erf)
+extern const ActivationKernel kF32Activation_Avx2;
+extern const AffineKernel kF32Affine_Avx512;          // y = a x + b (BatchNorm, Scale)
+extern const AffineKernel kF32Affine_Avx2;
+
+// InnerProduct (src/x86/f32_gemv_{16x4_avx512,8x4_avx2}.cpp).
+extern const FcKernel kF32Gemv16x4_Avx512;            // 16 outputs x 4 inputs per step, packed weights
+extern const FcKernel kF32Gemv8x4_Avx2;               // 8 outputs x 4 inputs per step, packed weights
+
+// Pooling (src/x86/f32_pool{2d,_global}_{avx512,avx2}.cpp).
+extern const PoolKernel kF32PoolGlobal_Avx512;        // global max and average
+extern const PoolKernel kF32PoolGlobal_Avx2;
+extern const PoolKernel kF32Pool2d_Avx512;            // windows of width 2, 3 (unrolled) or up to 64, stride 1 and 2
+extern const PoolKernel kF32Pool2d_Avx2;
+
+// Softmax (src/x86/f32_softmax_{avx512,avx2}.cpp).
+extern const SoftmaxKernel kF32Softmax_Avx512;        // any axis: contiguous lines or 64/32 strided lines
+extern const SoftmaxKernel kF32Softmax_Avx2;
+
+// ---- depthwise (src/x86/f32_dwconv3x3_{avx512,avx2}.cpp, f32_dwconv3x3_x86.h) ----
+extern const ConvKernel kF32DwConv3x3_Avx512;  // 3x3 depthwise, stride 1 and 2: 2 rows x 64 pixels
+extern const ConvKernel kF32DwConv3x3_Avx2;    // 3x3 depthwise, stride 1 and 2: 2 rows x 24 pixels
+
+
+// ---- Convolution (src/x86/f32_conv1x1_*, f32_conv_sgemm_*: f32_conv_sgemm_x86.h over
+// the f32_gemm_x86.h microkernel and x86_vec.h traits) ----
+extern const ConvKernel kF32Conv1x1_8x48_Avx512;    // 1x1, group 1, no padding, stride 1/2
+extern const ConvKernel kF32Conv1x1_4x24_Avx2;
+extern const ConvKernel kF32ConvSgemm_8x48_Avx512;  // im2col + SGEMM: all but 3x3 depthwise
+extern const ConvKernel kF32ConvSgemm_4x24_Avx2;
 
 }  // namespace kestrel::kernels::x86

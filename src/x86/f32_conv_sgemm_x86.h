@@ -1,0 +1,260 @@
+// Convolution as SGEMM on x86, written once over the vector traits (x86_vec.h) and the
+// MR x (NV * W) microkernel (f32_gemm_x86.h); instantiated by
+// f32_conv_sgemm_*_{avx2,avx512}.cpp (any geometry, through im2col) and
+// f32_conv1x1_*_{avx2,avx512}.cpp (1x1, read in place or subsampled).
+//
+// Layouts
+//   packed weights  [group][panel][K][MR] (K = in_c/group * kh * kw, kk = (ic*kh+ky)*kw+kx,
+//                   MR output channels of the group per panel, missing ones zero),
+//                   then the bias as [group][panel][MR] (zero-padded)
+//   im2col tile     [K][NR] (NR = NV * W): column j is output pixel p0 + j of the
+//                   flattened plane; a block of tiles lies tile after tile in the
+//                   thread's scratch, the unused columns of the last tile zero.
+// A 1x1 stride-1 unpadded convolution is its own im2col matrix (rows = channels,
+// ldb = cstep): full tiles read the input in place; the partial last tile is copied
+// (zero-padded) into scratch so that no read goes past a channel's values (inputs
+// from Mat::external may have no slack after them).
+//
+// Threading: work items are (group, block of pixel tiles, chunk of output-channel
+// panels); an item im2cols its block once, then runs every panel of its chunk over
+// the block's tiles (the panel's weights stay in L1, the block in L2). The K
+// reduction is never split, so the result is bit-identical for every thread count.
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/conv_kernels.h"
+#include "x86/f32_gemm_x86.h"
+
+KESTREL_X86_NS_BEGIN
+namespace conv_gemm {
+
+// im2col floats per thread that a block aims for (384 KiB: a share of a 1-2 MiB L2);
+// a block has at least one tile whatever K is.
+constexpr size_t kBlockFloats = 96 * 1024;
+// The same for a block read in place (1x1 stride 1; no copy): larger, so that the
+// deep layers of small maps (MobileNet's 14x14x512, 7x7x1024) hold all their pixels in
+// one block and stream each panel's weights once.
+constexpr size_t kDirectBlockFloats = 128 * 1024;
+constexpr size_t kMaxBlockTiles = 16;
+// Geometries whose single-tile im2col would exceed this many bytes per thread are
+// left to the reference.
+constexpr size_t kMaxScratchBytes = size_t(64) << 20;
+
+struct Plan {
+  int in_per_group, out_per_group, panels;
+  size_t k;            // reduction length
+  size_t pixels;       // out_h * out_w
+  size_t tiles;        // pixel tiles of NR
+  size_t block_tiles;  // most tiles one im2col block holds
+  bool direct;         // B is the input itself
+};
+
+inline bool reads_input_directly(const ConvGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+         g.out_h == g.in_h && g.out_w == g.in_w;
+}
+
+template <int MR, int NR>
+Plan plan_of(const ConvGeometry& g) {
+  Plan p;
+  p.in_per_group = g.in_c / g.group;
+  p.out_per_group = g.out_c / g.group;
+  p.panels = (p.out_per_group + MR - 1) / MR;
+  p.k = static_cast<size_t>(p.in_per_group) * g.kh * g.kw;
+  p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
+  p.tiles = (p.pixels + NR - 1) / NR;
+  p.direct = reads_input_directly(g);
+  p.block_tiles = std::clamp<size_t>((p.direct ? kDirectBlockFloats : kBlockFloats) / (p.k * NR), 1, kMaxBlockTiles);
+  return p;
+}
+
+template <int MR>
+size_t weight_floats(const Plan& p, int group) {
+  return static_cast<size_t>(group) * p.panels * p.k * MR;
+}
+
+// Any valid geometry whose scratch and packed weights stay within bounds.
+template <int MR, int NR>
+bool supports_any(const ConvGeometry& g) {
+  if (g.in_c <= 0 || g.out_c <= 0 || g.in_h <= 0 || g.in_w <= 0 || g.out_h <= 0 || g.out_w <= 0) return false;
+  if (g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0) return false;
+  if (g.group <= 0 || g.in_c % g.group != 0 || g.out_c % g.group != 0) return false;
+  if (g.pad_top < 0 || g.pad_left < 0) return false;
+  const Plan p = plan_of<MR, NR>(g);
+  if (p.k > kMaxScratchBytes / (sizeof(float) * NR)) return false;
+  return (static_cast<size_t>(g.out_c) + static_cast<size_t>(MR) * g.group) * p.k < (size_t(1) << 30);
+}
+
+template <int MR, int NR>
+size_t packed_floats(const ConvGeometry& g) {
+  const Plan p = plan_of<MR, NR>(g);
+  return weight_floats<MR>(p, g.group) + static_cast<size_t>(g.group) * p.panels * MR;
+}
+
+template <int MR, int NR>
+void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  const Plan p = plan_of<MR, NR>(g);
+  float* pb = packed + weight_floats<MR>(p, g.group);
+  for (int gi = 0; gi < g.group; ++gi) {
+    for (int panel = 0; panel < p.panels; ++panel) {
+      float* dst = packed + (static_cast<size_t>(gi) * p.panels + panel) * p.k * MR;
+      for (int r = 0; r < MR; ++r) {
+        const int o = panel * MR + r;
+        const bool real = o < p.out_per_group;
+        const int oc = gi * p.out_per_group + o;
+        const float* src = weight + static_cast<size_t>(oc) * p.k;
+        for (size_t kk = 0; kk < p.k; ++kk) dst[kk * MR + r] = real ? src[kk] : 0.f;
+        *pb++ = real && bias ? bias[oc] : 0.f;
+      }
+    }
+  }
+}
+
+template <int MR, int NR>
+size_t workspace_per_thread_bytes(const ConvGeometry& g) {
+  const Plan p = plan_of<MR, NR>(g);
+  return (p.direct ? 1 : p.block_tiles) * NR * p.k * sizeof(float);
+}
+
+inline size_t no_workspace(const ConvGeometry&) { return 0; }
+
+// Writes the im2col tiles of output pixels [p_begin, p_begin + ncols) of one group
+// (its first input channel at in) into dst, [tile][K][NR], zero-filling padding taps
+// and the unused columns of the last tile.
+template <int NR>
+void im2col_block(const ConvGeometry& g, const Plan& pl, const float* in, size_t in_cstep, size_t p_begin,
+                  size_t ncols, float* dst) {
+  const size_t end = p_begin + ncols;
+  for (size_t p = p_begin; p < end;) {
+    // A run of columns in one output row and one tile.
+    const size_t c = p - p_begin, col = c % NR;
+    const int oy = static_cast<int>(p / g.out_w), ox = static_cast<int>(p % g.out_w);
+    const int n = static_cast<int>(std::min({static_cast<size_t>(g.out_w - ox), end - p, NR - col}));
+    float* d = dst + (c / NR) * pl.k * NR + col;
+    const int iy_base = oy * g.sh - g.pad_top, ix_base = ox * g.sw - g.pad_left;
+    for (int ic = 0; ic < pl.in_per_group; ++ic) {
+      const float* chan = in + ic * in_cstep;
+      for (int ky = 0; ky < g.kh; ++ky) {
+        const int iy = iy_base + ky * g.dh;
+        if (iy < 0 || iy >= g.in_h) {
+          for (int kx = 0; kx < g.kw; ++kx, d += NR) std::fill(d, d + n, 0.f);
+          continue;
+        }
+        const float* row = chan + static_cast<size_t>(iy) * g.in_w;
+        for (int kx = 0; kx < g.kw; ++kx, d += NR) {
+          // Columns j of this run read ix = ix0 + j * sw; [j0, j1) are inside the row.
+          const int ix0 = ix_base + kx * g.dw;
+          const int j0 = std::min(n, ix0 >= 0 ? 0 : (-ix0 + g.sw - 1) / g.sw);
+          const int j1 = std::max(j0, std::min(n, ix0 >= g.in_w ? 0 : (g.in_w - ix0 + g.sw - 1) / g.sw));
+          int j = 0;
+          for (; j < j0; ++j) d[j] = 0.f;
+          if (g.sw == 1) {
+            if (j1 > j0) std::memcpy(d + j0, row + ix0 + j0, sizeof(float) * (j1 - j0));
+            j = j1;
+          } else {
+            const float* s = row + ix0;
+            const int sw = g.sw;
+            for (; j < j1; ++j) d[j] = s[j * sw];
+          }
+          for (; j < n; ++j) d[j] = 0.f;
+        }
+      }
+    }
+    p += n;
+  }
+  const size_t tail = ncols % NR;
+  if (tail != 0) {
+    float* d = dst + (ncols / NR) * pl.k * NR;
+    for (size_t kk = 0; kk < pl.k; ++kk) std::fill(d + kk * NR + tail, d + (kk + 1) * NR, 0.f);
+  }
+}
+
+// The partial last tile of a directly read input, copied into [K][NR] with zero
+// columns after its n pixels.
+template <int NR>
+void copy_tail(const float* in, size_t in_cstep, size_t k, int n, float* dst) {
+  for (size_t kk = 0; kk < k; ++kk, dst += NR) {
+    std::memcpy(dst, in + kk * in_cstep, sizeof(float) * n);
+    std::fill(dst + n, dst + NR, 0.f);
+  }
+}
+
+template <class V, int MR, int NV, class Epi>
+void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
+  constexpr int NR = NV * V::kWidth;
+  const Plan pl = plan_of<MR, NR>(g);
+  const int threads = std::max(1, ctx.num_threads);
+  // Smaller blocks when there are few tiles, so that every thread gets one; then
+  // split the panels if groups x blocks still leave threads idle.
+  const size_t block_tiles = std::clamp<size_t>((pl.tiles + threads - 1) / threads, 1, pl.block_tiles);
+  const size_t blocks = (pl.tiles + block_tiles - 1) / block_tiles;
+  const size_t base_items = static_cast<size_t>(g.group) * blocks;
+  size_t chunks = std::min<size_t>(pl.panels, (threads + base_items - 1) / base_items);
+  const size_t chunk_panels = (pl.panels + chunks - 1) / chunks;
+  chunks = (pl.panels + chunk_panels - 1) / chunk_panels;
+  const long items = static_cast<long>(base_items * chunks);
+  const float* bias_all = packed + weight_floats<MR>(pl, g.group);
+
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (long item = 0; item < items; ++item) {
+    const size_t chunk = item % chunks, rest = item / chunks;
+    const size_t blk = rest % blocks;
+    const int gi = static_cast<int>(rest / blocks);
+    const size_t tile0 = blk * block_tiles, ntiles = std::min(block_tiles, pl.tiles - tile0);
+    const size_t p0 = tile0 * NR, ncols = std::min(ntiles * NR, pl.pixels - p0);
+    const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
+    float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
+    const bool direct_tail = pl.direct && ncols % NR != 0;
+    if (!pl.direct) im2col_block<NR>(g, pl, in_g, in_cstep, p0, ncols, cols);
+    if (direct_tail) copy_tail<NR>(in_g + p0 + ncols / NR * NR, in_cstep, pl.k, static_cast<int>(ncols % NR), cols);
+    const int panel_end = static_cast<int>(std::min<size_t>(pl.panels, (chunk + 1) * chunk_panels));
+    for (int panel = static_cast<int>(chunk * chunk_panels); panel < panel_end; ++panel) {
+      const size_t gp = static_cast<size_t>(gi) * pl.panels + panel;
+      const float* a = packed + gp * pl.k * MR;
+      const int mr = std::min(MR, pl.out_per_group - panel * MR);
+      float* out_p = out + (static_cast<size_t>(gi) * pl.out_per_group + panel * MR) * out_cstep;
+      for (size_t t = 0; t < ntiles; ++t) {
+        const size_t pt = p0 + t * NR;
+        const int nr = static_cast<int>(std::min<size_t>(NR, pl.pixels - pt));
+        const bool from_input = pl.direct && nr == NR;
+        const float* b = from_input ? in_g + pt : pl.direct ? cols : cols + t * pl.k * NR;
+        const size_t ldb = from_input ? in_cstep : NR;
+        gemm::any_tile<V, MR, NV>(pl.k, a, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, epi);
+      }
+    }
+  }
+}
+
+template <class V, int MR, int NV>
+void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
+         const KernelContext& ctx) {
+  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+    run_impl<V, MR, NV>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+  });
+}
+
+// --- the two kernels' geometry sets ---------------------------------------------------
+
+// 1x1, one group, no padding, dilation 1, stride 1 or 2 on each axis.
+template <int MR, int NR>
+bool supports_1x1(const ConvGeometry& g) {
+  const bool one_by_one = g.kh == 1 && g.kw == 1 && g.dh == 1 && g.dw == 1 && g.group == 1;
+  const bool strides = (g.sh == 1 || g.sh == 2) && (g.sw == 1 || g.sw == 2);
+  if (!one_by_one || !strides || !supports_any<MR, NR>(g)) return false;
+  return g.pad_top == 0 && g.pad_left == 0 && g.out_h == (g.in_h - 1) / g.sh + 1 &&
+         g.out_w == (g.in_w - 1) / g.sw + 1;
+}
+
+// Everything but the 3x3 depthwise convolutions of stride <= 2 (their own kernel's).
+template <int MR, int NR>
+bool supports_general(const ConvGeometry& g) {
+  if (g.is_depthwise() && g.kh == 3 && g.kw == 3 && g.dh == 1 && g.dw == 1 && g.sh <= 2 && g.sw <= 2) return false;
+  return supports_any<MR, NR>(g);
+}
+
+}  // namespace conv_gemm
+KESTREL_X86_NS_END

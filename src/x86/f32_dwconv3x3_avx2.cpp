@@ -1,0 +1,53 @@
+// 3x3 depthwise convolution, stride 1 and 2, AVX2 + FMA: 2 output rows x up to 3 x 8
+// pixels per step (6 accumulators and 9 broadcast taps in the 16 ymm registers), the
+// algorithm of f32_dwconv3x3_x86.h. vmaskmov loads and stores for the ends of rows.
+#include <immintrin.h>
+
+#include "x86/f32_dwconv3x3_x86.h"
+#include "x86/x86_kernels.h"
+
+namespace kestrel::kernels::x86 {
+namespace {
+
+struct VecAvx2 {
+  using T = __m256;
+  static constexpr int kW = 8;
+  static constexpr int kMaxVecs = 3;
+
+  static __m256i mask(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+  static T zero() { return _mm256_setzero_ps(); }
+  static T set1(float x) { return _mm256_set1_ps(x); }
+  static T loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
+  // The first n (0 <= n < 8) lanes; the others are zero and not read.
+  static T load_n(const float* p, int n) { return _mm256_maskload_ps(p, mask(n)); }
+  static void store_n(float* p, T v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T max(T a, T b) { return _mm256_max_ps(a, b); }
+  static T min(T a, T b) { return _mm256_min_ps(a, b); }
+  static T leaky(T x, T slope) {
+    return _mm256_blendv_ps(_mm256_mul_ps(x, slope), x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+  }
+  // ev = a0 a2 a4 a6 b0 b2 b4 b6, od = a1 a3 a5 a7 b1 b3 b5 b7.
+  static void deinterleave(T a, T b, T& ev, T& od) {
+    const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+    const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    od = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+};
+
+void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
+         const KernelContext& ctx) {
+  dwconv3x3::run<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
+}
+
+}  // namespace
+
+const ConvKernel kF32DwConv3x3_Avx2 = {
+    "f32_dwconv3x3_2x24_avx2", Isa::kAvx2,           dwconv3x3::supports,         dwconv3x3::packed_floats,
+    dwconv3x3::pack,           dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
+    run,
+};
+
+}  // namespace kestrel::kernels::x86

@@ -1,0 +1,57 @@
+// 3x3 depthwise convolution, stride 1 and 2, AVX-512F: 2 output rows x up to 4 x 16
+// pixels per step (8 accumulators, 9 broadcast taps, the bias), the algorithm of
+// f32_dwconv3x3_x86.h. Masked loads and stores for the ends of rows.
+#include <immintrin.h>
+
+// GCC 12 warns that _mm512_undefined_ps() (the pass-through operand of the unmasked
+// max/min intrinsics) "may be used uninitialized": a false positive in its headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "x86/f32_dwconv3x3_x86.h"
+#include "x86/x86_kernels.h"
+
+namespace kestrel::kernels::x86 {
+namespace {
+
+struct VecAvx512 {
+  using T = __m512;
+  static constexpr int kW = 16;
+  static constexpr int kMaxVecs = 4;
+
+  static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static T zero() { return _mm512_setzero_ps(); }
+  static T set1(float x) { return _mm512_set1_ps(x); }
+  static T loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm512_storeu_ps(p, v); }
+  // The first n (0 <= n < 16) lanes; the others are zero and not read.
+  static T load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store_n(float* p, T v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T max(T a, T b) { return _mm512_max_ps(a, b); }
+  static T min(T a, T b) { return _mm512_min_ps(a, b); }
+  static T leaky(T x, T slope) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_mul_ps(x, slope), x);
+  }
+  // ev = a0 a2 .. a14 b0 .. b14, od = a1 a3 .. b15.
+  static void deinterleave(T a, T b, T& ev, T& od) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    ev = _mm512_permutex2var_ps(a, ie, b);
+    od = _mm512_permutex2var_ps(a, io, b);
+  }
+};
+
+void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
+         const KernelContext& ctx) {
+  dwconv3x3::run<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
+}
+
+}  // namespace
+
+const ConvKernel kF32DwConv3x3_Avx512 = {
+    "f32_dwconv3x3_2x64_avx512", Isa::kAvx512,           dwconv3x3::supports,         dwconv3x3::packed_floats,
+    dwconv3x3::pack,             dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
+    run,
+};
+
+}  // namespace kestrel::kernels::x86

@@ -1,0 +1,59 @@
+// The ISA-free parts of the x86 3x3 depthwise convolution (f32_dwconv3x3_x86.h):
+// which geometries it claims, the packed weights, the per-thread scratch plan and the
+// activations that are not fused into the store. Built without ISA flags and shared
+// by the AVX2 and AVX-512 kernels.
+#include <algorithm>
+
+#include "x86/f32_dwconv3x3_x86.h"
+
+namespace kestrel::kernels::x86::dwconv3x3 {
+namespace {
+
+int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+// Padding after the last input row/column that `out` outputs of stride s read.
+long long pad_end(int in, int out, int s, int pad_begin) {
+  return static_cast<long long>(out - 1) * s + 3 - in - pad_begin;
+}
+
+}  // namespace
+
+Plan make_plan(const ConvGeometry& g) {
+  Plan p;
+  p.stride = g.sw;
+  // A step reads whole vectors (up to 16 lanes) from x < round_up(out_w, 16), plus
+  // kx / S <= 2 columns: one more line of 16 covers it.
+  p.plane = round_up(g.out_w, 16) + 16;
+  p.slot = p.plane * g.sw;
+  p.used_w = std::min(g.in_w, (g.out_w - 1) * g.sw + 3 - g.pad_left);
+  p.floats_per_thread = static_cast<size_t>(p.slot) * (1 + kRing);
+  return p;
+}
+
+bool supports(const ConvGeometry& g) {
+  if (!g.is_depthwise() || g.in_c < 1 || g.kh != 3 || g.kw != 3 || g.dh != 1 || g.dw != 1) return false;
+  if (g.sh != g.sw || (g.sh != 1 && g.sh != 2)) return false;
+  if (g.in_h < 1 || g.in_w < 1 || g.out_h < 1 || g.out_w < 1) return false;
+  if (g.pad_top < 0 || g.pad_top > 2 || g.pad_left < 0 || g.pad_left > 2) return false;
+  // Any trailing padding up to 2; negative means trailing input rows no output reads.
+  return pad_end(g.in_h, g.out_h, g.sh, g.pad_top) <= 2 && pad_end(g.in_w, g.out_w, g.sw, g.pad_left) <= 2;
+}
+
+size_t packed_floats(const ConvGeometry& g) { return static_cast<size_t>(g.out_c) * kPackFloats; }
+
+void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  for (int c = 0; c < g.out_c; ++c) {
+    float* dst = packed + static_cast<size_t>(c) * kPackFloats;
+    std::fill(dst, dst + kPackFloats, 0.f);
+    std::copy(weight + static_cast<size_t>(c) * 9, weight + static_cast<size_t>(c) * 9 + 9, dst);
+    dst[9] = bias ? bias[c] : 0.f;
+  }
+}
+
+size_t no_workspace(const ConvGeometry&) { return 0; }
+
+size_t thread_workspace(const ConvGeometry& g) { return make_plan(g).floats_per_thread * sizeof(float); }
+
+void activate_channel(float* p, size_t n, const ActivationSpec& act) { activate_inplace(p, n, act); }
+
+}  // namespace kestrel::kernels::x86::dwconv3x3

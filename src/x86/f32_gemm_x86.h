@@ -1,0 +1,137 @@
+// The register-blocked SGEMM microkernel of the x86 convolutions, written once over
+// the vector traits of x86_vec.h: C[MR][NV * W] = A[MR][k] * B[k][NV * W] + bias,
+// MR * NV accumulators, per k step NV vector loads of B (pixels) and MR broadcasts
+// of A (weights of one input channel / tap for MR output channels), MR * NV FMAs.
+//
+// Tiles (chosen for 2 FMA ports x 4-cycle latency = at least 8 independent chains,
+// and few loads per FMA):
+//   AVX-512  8 x 48: 24 zmm accumulators + 3 pixel vectors (27 of 32 registers);
+//            per step 3 loads + 8 broadcasts (folded into the FMA as {1to16}) for 24 FMAs
+//   AVX2     4 x 24: 12 ymm accumulators + 3 pixel vectors + 1 broadcast (16 of 16);
+//            per step 3 loads + 4 broadcasts for 12 FMAs
+// A partial tile (the last pixels of a map) runs the same code with fewer vectors
+// (NV - 1, ...), its last vector stored under a mask.
+//
+// Operand layouts:
+//   A  a[kk * MR + r]  : step kk, row r (output channel r of an MR-channel panel),
+//                        packed once at Net load, rows past the real ones zero
+//   B  b[kk * ldb + j] : step kk, column j (a pixel); ldb = NV * W for packed tiles,
+//                        the channel stride when B is the input itself
+// Each C element is bias followed by the fma chain over kk = 0..k-1 in order, so its
+// bits depend neither on the tile shape nor on the thread count.
+#pragma once
+#include <cstddef>
+
+#include "layers/activation.h"
+#include "x86/f32_gemm_common.h"
+#include "x86/x86_vec.h"
+
+KESTREL_X86_NS_BEGIN
+namespace gemm {
+
+enum class Act { kNone, kReLU, kClip, kLeaky, kOther };
+
+// Activation on the accumulators on their way out: ReLU, Clip and LeakyReLU in
+// vector form; any other activation is applied by finish() to the stored values.
+template <class V, Act kAct>
+struct Epilogue {
+  using reg = typename V::reg;
+  static constexpr bool kAfter = kAct == Act::kOther;
+  reg alpha, beta;
+  const ActivationSpec* spec;
+
+  explicit Epilogue(const ActivationSpec& a) : alpha(V::set1(a.alpha)), beta(V::set1(a.beta)), spec(&a) {}
+
+  KESTREL_X86_INLINE reg operator()(reg x) const {
+    if constexpr (kAct == Act::kReLU) {
+      return V::max(x, V::zero());
+    } else if constexpr (kAct == Act::kClip) {
+      return V::min(V::max(x, alpha), beta);
+    } else if constexpr (kAct == Act::kLeaky) {
+      return V::select_pos(x, V::mul(x, alpha));
+    } else {
+      return x;
+    }
+  }
+
+  void finish(float* p, size_t n) const {
+    if constexpr (kAfter) gemm_common::activate_inplace_plain(p, n, *spec);
+  }
+};
+
+// Calls fn(Epilogue<V, A>(act)) for the A that computes `act`: the caller's loop nest
+// is instantiated once per kind, so no store branches on the activation.
+template <class V, class Fn>
+inline void with_epilogue(const ActivationSpec& act, Fn&& fn) {
+  using T = fb::ActivationType;
+  switch (act.type) {
+    case T::None: fn(Epilogue<V, Act::kNone>(act)); break;
+    case T::ReLU: fn(Epilogue<V, Act::kReLU>(act)); break;
+    case T::Clip: fn(Epilogue<V, Act::kClip>(act)); break;
+    case T::LeakyReLU: fn(Epilogue<V, Act::kLeaky>(act)); break;
+    default: fn(Epilogue<V, Act::kOther>(act)); break;
+  }
+}
+
+// One MR x (NV * W) tile: C rows r < mr, columns j < nr (nr > (NV - 1) * W) at
+// c + r * ldc + j. Not inlined, so that each tile shape gets its own register
+// allocation.
+template <class V, int MR, int NV, class Epi>
+__attribute__((noinline)) void tile(size_t k, const float* __restrict a, const float* __restrict bias,
+                                    const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr, int nr,
+                                    const Epi& epi) {
+  using R = typename V::reg;
+  constexpr int W = V::kWidth;
+  R acc[MR][NV];
+  static_for<MR>([&](auto i) {
+    const R bi = V::broadcast(bias + i);
+    static_for<NV>([&](auto j) { acc[i][j] = bi; });
+  });
+  for (size_t kk = 0; kk < k; ++kk) {
+    R x[NV];
+    static_for<NV>([&](auto j) { x[j] = V::loadu(b + j * W); });
+    static_for<MR>([&](auto i) {
+      const R w = V::broadcast(a + i);
+      static_for<NV>([&](auto j) { acc[i][j] = V::fmadd(w, x[j], acc[i][j]); });
+    });
+    a += MR;
+    b += ldb;
+  }
+  if (mr == MR && nr == NV * W) {
+    static_for<MR>([&](auto i) {
+      static_for<NV>([&](auto j) { V::storeu(c + i * ldc + j * W, epi(acc[i][j])); });
+    });
+  } else {
+    static_for<MR>([&](auto i) {
+      if (i < mr) {
+        static_for<NV>([&](auto j) {
+          const int n = nr - j * W;
+          if (n >= W) {
+            V::storeu(c + i * ldc + j * W, epi(acc[i][j]));
+          } else if (n > 0) {
+            V::store_partial(c + i * ldc + j * W, epi(acc[i][j]), n);
+          }
+        });
+      }
+    });
+  }
+  if constexpr (Epi::kAfter) {
+    for (int i = 0; i < mr; ++i) epi.finish(c + static_cast<size_t>(i) * ldc, static_cast<size_t>(nr));
+  }
+}
+
+// A tile of nr <= NV * W columns, with the fewest vectors that cover them.
+template <class V, int MR, int NV, class Epi>
+KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
+                                 size_t ldc, int mr, int nr, const Epi& epi) {
+  if constexpr (NV > 1) {
+    if (nr <= (NV - 1) * V::kWidth) {
+      any_tile<V, MR, NV - 1>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+      return;
+    }
+  }
+  tile<V, MR, NV>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+}
+
+}  // namespace gemm
+KESTREL_X86_NS_END
