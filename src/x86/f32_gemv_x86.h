@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/fc_gemv_pack.h"
 #include "kernels/fc_kernels.h"
 #include "kernels/kernel_context.h"
 #include "x86/f32_activation_x86.h"
@@ -23,27 +24,13 @@ struct GemvX86 {
   static constexpr size_t kBlock = V::kWidth;
   using R = typename V::reg;
 
-  static size_t blocks(const FcGeometry& g) { return (static_cast<size_t>(g.num_output) + kBlock - 1) / kBlock; }
-
-  static bool supports(const FcGeometry& g) { return g.num_output >= 1 && g.in_planes >= 1 && g.in_plane >= 1; }
-
-  static size_t packed_floats(const FcGeometry& g) { return blocks(g) * kBlock * (g.num_input() + 1); }
-
+  static size_t blocks(const FcGeometry& g) { return gemv_blocks(g, kBlock); }
+  static bool supports(const FcGeometry& g) { return gemv_supports(g); }
+  static size_t packed_floats(const FcGeometry& g) { return gemv_packed_floats(g, kBlock); }
   static void pack(const FcGeometry& g, const float* weight, const float* bias, float* packed) {
-    const size_t k_total = g.num_input(), nb = blocks(g);
-    for (size_t b = 0; b < nb; ++b) {
-      float* dst = packed + b * kBlock * k_total;
-      for (size_t r = 0; r < kBlock; ++r) {
-        const size_t o = b * kBlock + r;
-        const float* src = o < size_t(g.num_output) ? weight + o * k_total : nullptr;
-        for (size_t k = 0; k < k_total; ++k) dst[k * kBlock + r] = src ? src[k] : 0.f;
-      }
-    }
-    float* pb = packed + nb * kBlock * k_total;
-    for (size_t o = 0; o < nb * kBlock; ++o) pb[o] = bias && o < size_t(g.num_output) ? bias[o] : 0.f;
+    gemv_pack(g, kBlock, weight, bias, packed);
   }
-
-  static size_t workspace_bytes(const FcGeometry& g) { return g.in_planes > 1 ? g.num_input() * sizeof(float) : 0; }
+  static size_t workspace_bytes(const FcGeometry& g) { return gemv_workspace_bytes(g); }
   static size_t no_workspace(const FcGeometry&) { return 0; }
 
   // The block's W dot products over the n values of x, weights w packed [k][W].
