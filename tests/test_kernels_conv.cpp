@@ -203,7 +203,7 @@ std::vector<ConvGeometry> sweep() {
 TEST_SUITE("kernels") {
   TEST_CASE("convolution kernels match conv_reference") {
     const auto kernels = kt::runnable_kernels(kestrel::kernels::conv_kernels());
-    MESSAGE("active ISA " << kestrel::kernels::isa_name(kestrel::kernels::active_isa()) << ", "
+    MESSAGE("active ISA " << std::string(kestrel::kernels::isa_name(kestrel::kernels::active_isa())) << ", "
                           << kernels.size() << " of " << kestrel::kernels::conv_kernels().size()
                           << " convolution kernels runnable");
     const std::vector<ConvGeometry> geoms = sweep();
