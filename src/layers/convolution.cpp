@@ -87,20 +87,9 @@ class Convolution final : public Layer {
  private:
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
-    kernel_ = nullptr;
-    packed_.release();
-    workspace_bytes = 0;
-    workspace_per_thread_bytes = 0;
-    if (ctx.kernels != KernelSet::kFast) return Status::Ok();
-    const kernels::ConvKernel* k = kernels::select_conv_kernel(g_, kernels::active_isa());
-    if (!k) return Status::Ok();
-    Status s = allocate_packed(k->packed_floats(g_), "convolution weights", &packed_);
-    if (!s.ok()) return s;
-    k->pack(g_, weight_, bias_, packed_.data);
-    workspace_bytes = k->workspace_bytes(g_);
-    workspace_per_thread_bytes = k->workspace_per_thread_bytes(g_);
-    kernel_ = k;
-    return Status::Ok();
+    const kernels::ConvKernel* k =
+        ctx.kernels == KernelSet::kFast ? kernels::select_conv_kernel(g_, kernels::active_isa()) : nullptr;
+    return bind_packed_kernel(k, g_, weight_, bias_, "convolution weights", this, &packed_, &kernel_);
   }
 
  private:

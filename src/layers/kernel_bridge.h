@@ -24,4 +24,24 @@ inline Status allocate_packed(size_t floats, const char* what, Mat* m) {
   return Status::Ok();
 }
 
+// Binds a layer to `k` (nullptr: reference code) at Net load: packs the weights into
+// `packed` and sets the layer's scratch sizes. The one place packing happens, for every
+// kernel family with packed weights.
+template <class Kernel, class Geometry>
+Status bind_packed_kernel(const Kernel* k, const Geometry& g, const float* weight, const float* bias,
+                          const char* what, Layer* layer, Mat* packed, const Kernel** chosen) {
+  *chosen = nullptr;
+  packed->release();
+  layer->workspace_bytes = 0;
+  layer->workspace_per_thread_bytes = 0;
+  if (!k) return Status::Ok();
+  Status s = allocate_packed(k->packed_floats(g), what, packed);
+  if (!s.ok()) return s;
+  k->pack(g, weight, bias, packed->data);
+  layer->workspace_bytes = k->workspace_bytes(g);
+  layer->workspace_per_thread_bytes = k->workspace_per_thread_bytes(g);
+  *chosen = k;
+  return Status::Ok();
+}
+
 }  // namespace kestrel
