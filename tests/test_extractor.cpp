@@ -1,3 +1,5 @@
+#include <map>
+
 #include "test_util.h"
 
 namespace {
@@ -72,5 +74,70 @@ TEST_SUITE("extractor") {
     const kestrel::Status s = ex.extract("x", out);
     CHECK(s.code() == kestrel::ErrorCode::kInvalidArgument);
     CHECK(s.message().find("no model") != std::string::npos);
+  }
+}
+
+TEST_SUITE("extractor") {
+  TEST_CASE("the observer reports each layer's multiply-adds and kernel") {
+    kestrel::Net net;
+    REQUIRE(kt::load(net, kt::branch_net()).ok());
+    kestrel::Extractor ex = net.create_extractor();
+    REQUIRE(ex.input("data", kt::random_input(net, "data", 5)).ok());
+    std::map<std::string, std::pair<double, std::string>> seen;
+    ex.set_observer([&](const kestrel::LayerEvent& e) { seen[e.layer_name] = {e.multiply_adds, e.kernel}; });
+    kestrel::Mat f;
+    REQUIRE(ex.extract("f", f).ok());
+    // 3x3 convolutions on 8x8 maps: out * in * 9 multiply-adds per pixel.
+    CHECK(seen.at("a").first == 8.0 * 8 * 4 * 4 * 9);
+    CHECK(seen.at("f").first == 8.0 * 8 * 4 * 8 * 9);
+    CHECK(seen.at("d").first == 0);  // Concat
+    // The kernel name is the registry's, or empty for the layer's own code.
+    CHECK((seen.at("a").second.empty() || seen.at("a").second.rfind("f32_", 0) == 0));
+
+    kestrel::Net ref;
+    ref.option().kernels = kestrel::KernelSet::kReference;
+    REQUIRE(kt::load(ref, kt::branch_net()).ok());
+    kestrel::Extractor rex = ref.create_extractor();
+    REQUIRE(rex.input("data", kt::random_input(ref, "data", 5)).ok());
+    seen.clear();
+    rex.set_observer([&](const kestrel::LayerEvent& e) { seen[e.layer_name] = {e.multiply_adds, e.kernel}; });
+    REQUIRE(rex.extract("f", f).ok());
+    CHECK(seen.at("a").second.empty());
+  }
+
+  TEST_CASE("set_input_shape prepares the Net for another input size") {
+    kestrel::Net net;
+    net.set_input_shape("data", kestrel::Shape::make3(12, 6, 4));  // w, h, c
+    REQUIRE(kt::load(net, kt::branch_net()).ok());
+    kestrel::Shape s;
+    REQUIRE(net.input_shape("data", &s).ok());
+    CHECK(s == kestrel::Shape::make3(12, 6, 4));
+    kestrel::Extractor ex = net.create_extractor();
+    REQUIRE(ex.input("data", kt::random_input(net, "data", 6)).ok());
+    kestrel::Mat f;
+    REQUIRE(ex.extract("f", f).ok());
+    CHECK(f.w == 12);
+    CHECK(f.h == 6);
+    CHECK(f.c == 4);
+    // The model's own shape is refused now, with the prepared one named.
+    CHECK_FALSE(ex.input("data", kestrel::Mat(8, 8, 4)).ok());
+
+    // An unknown input name or a shape the layers cannot take: load fails and names
+    // it, and the Net keeps its previous model.
+    net.set_input_shape("nope", kestrel::Shape::make3(8, 8, 4));
+    kestrel::Status st = kt::load(net, kt::branch_net());
+    CHECK(st.code() == kestrel::ErrorCode::kInvalidArgument);
+    CHECK(st.message().find("'nope'") != std::string::npos);
+    REQUIRE(net.input_shape("data", &s).ok());
+    CHECK(s == kestrel::Shape::make3(12, 6, 4));
+    net.set_input_shape("nope", kestrel::Shape{});
+    net.set_input_shape("data", kestrel::Shape::make3(8, 8, 3));  // 3 channels, the convolution wants 4
+    st = kt::load(net, kt::branch_net());
+    CHECK_FALSE(st.ok());
+    CHECK(st.message().find("channels") != std::string::npos);
+    net.set_input_shape("data", kestrel::Shape{});
+    REQUIRE(kt::load(net, kt::branch_net()).ok());
+    REQUIRE(net.input_shape("data", &s).ok());
+    CHECK(s == kestrel::Shape::make3(8, 8, 4));
   }
 }

@@ -185,6 +185,12 @@ std::vector<ConvGeometry> sweep() {
   add_general(5, 16, 17, 7, 3, 5, 2, 3, 1, 3, 6, 3, 6);
   add_general(320, 5, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   add_general(96, 9, 9, 20, 3, 3, 2, 1, 1, 1, 1, 1, 1);
+  // x86 Winograd at network-like channel counts (odd ones): several blocks of 16- or
+  // 8-tile vectors with partial units at the row ends, blocks shrunk to one vector by
+  // a long reduction, asymmetric padding.
+  add_general(67, 57, 58, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  add_general(260, 14, 15, 19, 3, 3, 1, 1, 1, 0, 1, 2, 1);
+  add_general(100, 28, 28, 130, 3, 3, 1, 1, 1, 2, 0, 1, 2);
   // 3x3 depthwise rows wide enough for whole 64-pixel steps (AVX-512: 4 x 16 lanes)
   // and a partial step after them, strides 1 and 2, paddings 0..2 varied by width.
   for (int w : {63, 64, 65, 97, 130, 131, 161}) {
@@ -247,6 +253,23 @@ TEST_SUITE("kernels") {
       INFO(std::string(k->name));
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
+    }
+  }
+
+  // The registry is in priority order; a kernel of a lower level listed before one of
+  // the level asked for must never win a geometry that level's kernels claim.
+  TEST_CASE("select_conv_kernel takes a kernel of the level asked for when that level claims the geometry") {
+    using kestrel::kernels::Isa;
+    for (const ConvGeometry& g : sweep()) {
+      for (Isa isa : {Isa::kNeon, Isa::kAvx2, Isa::kAvx512}) {
+        if (!kestrel::kernels::isa_allows(kestrel::kernels::host_isa(), isa)) continue;
+        bool claimed = false;
+        for (const ConvKernel* k : kestrel::kernels::conv_kernels()) claimed = claimed || (k->isa == isa && k->supports(g));
+        if (!claimed) continue;
+        const ConvKernel* sel = kestrel::kernels::select_conv_kernel(g, isa);
+        INFO(describe(g) << " at " << kestrel::kernels::isa_name(isa) << " chose " << (sel ? sel->name : "none"));
+        CHECK((sel != nullptr && sel->isa == isa));
+      }
     }
   }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fma_peak.h"
 #include "kestrel/net.h"
 #include "npy.h"
 
@@ -27,21 +28,51 @@ struct Args {
   kestrel::MemoryStrategy memory = kestrel::MemoryStrategy::kPool;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
   std::map<std::string, std::string> npy_inputs;  // input name -> .npy path
-  std::string json;                               // write the results here too
+  std::map<std::string, kestrel::Shape> shapes;   // --shape overrides
+  bool profile = false;
+  std::string json;          // write the results here too
+  std::string memory_trace;  // CSV of bytes after every layer of 3 fresh inferences
 };
 
 const char* kUsage =
     "usage: kestrel-bench MODEL.kst [--threads N] [--loops N] [--warmup N]\n"
     "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast]\n"
-    "                     [--input NAME=FILE.npy ...] [--json OUT.json]\n"
+    "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
+    "                     [--json OUT.json] [--memory-trace OUT.csv]\n"
     "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"
-    "time of input + extract of every output, per inference, after the warm-up runs.\n";
+    "time of input + extract of every output, per inference, after the warm-up runs.\n"
+    "--shape prepares an input for another shape (C,H,W or 1,C,H,W). --profile then runs\n"
+    "the loops again with a per-layer timer: median time per layer and per layer type,\n"
+    "GFLOP/s and % of the measured FMA peak at this thread count. --memory-trace records\n"
+    "feature-map bytes in use and held after every layer of three inferences of a fresh\n"
+    "Extractor (the paper's Figure 7).\n";
+
+// "C,H,W" or "1,C,H,W" (the batch of one that kestrel-convert's --input-shape takes).
+bool parse_shape(const std::string& v, kestrel::Shape* shape) {
+  std::vector<int> dims;
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    const size_t comma = std::min(v.find(',', pos), v.size());
+    const std::string item = v.substr(pos, comma - pos);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) return false;
+    dims.push_back(std::atoi(item.c_str()));
+    pos = comma + 1;
+  }
+  if (dims.size() == 4 && dims[0] == 1) dims.erase(dims.begin());
+  if (dims.size() != 3 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0) return false;
+  *shape = kestrel::Shape::make3(dims[2], dims[1], dims[0]);
+  return true;
+}
 
 bool parse(int argc, char** argv, Args* a) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) return false;
   a->model = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string f = argv[i];
+    if (f == "--profile") {
+      a->profile = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const std::string v = argv[++i];
     if (f == "--threads") {
@@ -60,8 +91,12 @@ bool parse(int argc, char** argv, Args* a) {
       a->memory = kestrel::MemoryStrategy::kPlan;
     } else if (f == "--input" && v.find('=') != std::string::npos) {
       a->npy_inputs[v.substr(0, v.find('='))] = v.substr(v.find('=') + 1);
+    } else if (f == "--shape" && v.find('=') != std::string::npos &&
+               parse_shape(v.substr(v.find('=') + 1), &a->shapes[v.substr(0, v.find('='))])) {
     } else if (f == "--json") {
       a->json = v;
+    } else if (f == "--memory-trace") {
+      a->memory_trace = v;
     } else if (f == "--kernels" && (v == "ref" || v == "fast")) {
       a->kernels = v == "ref" ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
     } else {
@@ -74,6 +109,279 @@ bool parse(int argc, char** argv, Args* a) {
 
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Per-layer wall time between observer callbacks: each layer's time runs from the
+// previous layer's end (or the start of the inference) to its own end.
+struct LayerTimes {
+  std::vector<std::string> name, type, kernel;
+  std::vector<double> macs;
+  std::vector<std::vector<double>> ms;  // per layer, one entry per inference
+  std::chrono::steady_clock::time_point last;
+};
+
+// Whitespace and quotes in names would break the JSON; model names are identifiers.
+std::string json_str(const std::string& v) {
+  std::string o = "\"";
+  for (char c : v) o += (c == '"' || c == '\\') ? '_' : c;
+  return o + "\"";
+}
+
+class Bench {
+ public:
+  explicit Bench(const Args& a) : a_(a) {}
+
+  bool load() {
+    net_.option().kernels = a_.kernels;
+    net_.option().num_threads = a_.threads;
+    net_.option().light_mode = a_.light;
+    net_.option().memory = a_.memory;
+    for (const auto& [name, shape] : a_.shapes) net_.set_input_shape(name, shape);
+    kestrel::Status s = net_.load(a_.model);
+    if (!s.ok()) return fail(s.message());
+    return make_inputs();
+  }
+
+  bool infer(kestrel::Extractor& ex) {
+    for (size_t i = 0; i < in_names_.size(); ++i) {
+      kestrel::Status st = ex.input(in_names_[i], inputs_[i]);
+      if (!st.ok()) return fail(st.message());
+    }
+    for (size_t i = 0; i < out_names_.size(); ++i) {
+      kestrel::Status st = ex.extract(out_names_[i], outs_[i]);
+      if (!st.ok()) return fail(st.message());
+    }
+    return true;
+  }
+
+  // Warm-up, then the timed loops: fills ms_ and the memory stats.
+  bool time_loops() {
+    kestrel::Extractor ex = net_.create_extractor();
+    for (int i = 0; i < a_.warmup; ++i) {
+      if (!infer(ex)) return false;
+    }
+    ex.reset_memory_stats();
+    for (int i = 0; i < a_.loops; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!infer(ex)) return false;
+      ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    stats_ = ex.memory_stats();
+    std::sort(ms_.begin(), ms_.end());
+    return true;
+  }
+
+  // The same loops again, with an observer timing every layer.
+  bool profile_loops() {
+    kestrel::Extractor ex = net_.create_extractor();
+    LayerTimes& t = times_;
+    int inference = -1;
+    ex.set_observer([&](const kestrel::LayerEvent& ev) {
+      const auto now = std::chrono::steady_clock::now();
+      const size_t i = static_cast<size_t>(ev.layer_index);
+      if (t.ms.size() <= i) {
+        t.ms.resize(i + 1);
+        t.name.resize(i + 1);
+        t.type.resize(i + 1);
+        t.kernel.resize(i + 1);
+        t.macs.resize(i + 1);
+      }
+      if (inference >= 0) t.ms[i].push_back(std::chrono::duration<double, std::milli>(now - t.last).count());
+      t.name[i] = ev.layer_name;
+      t.type[i] = ev.layer_type;
+      t.kernel[i] = *ev.kernel ? ev.kernel : "reference";
+      t.macs[i] = ev.multiply_adds;
+      t.last = std::chrono::steady_clock::now();  // the observer's own time is not charged
+    });
+    for (int i = -a_.warmup; i < a_.loops; ++i) {
+      inference = i;
+      t.last = std::chrono::steady_clock::now();
+      if (!infer(ex)) return false;
+    }
+    peak_gflops_ = kestrel::bench::fma_peak_gflops(kestrel::kernels::active_isa(), a_.threads);
+    return true;
+  }
+
+  // Three inferences of a fresh Extractor, bytes after every layer.
+  bool trace_memory() {
+    std::ofstream f(a_.memory_trace);
+    f << "inference,step,layer,type,in_use_bytes,held_bytes\n";
+    kestrel::Extractor ex = net_.create_extractor();
+    int inference = 0, step = 0;
+    ex.set_observer([&](const kestrel::LayerEvent& ev) {
+      f << inference << ',' << step++ << ',' << ev.layer_name << ',' << ev.layer_type << ',' << ev.in_use_bytes << ','
+        << ev.held_bytes << '\n';
+    });
+    for (inference = 0; inference < 3; ++inference) {
+      if (!infer(ex)) return false;
+    }
+    if (!f) return fail("cannot write " + a_.memory_trace);
+    return true;
+  }
+
+  void print() const;
+  bool write_json() const;
+
+ private:
+  bool fail(const std::string& why) {
+    std::fprintf(stderr, "kestrel-bench: %s\n", why.c_str());
+    return false;
+  }
+
+  bool make_inputs();
+  std::string config() const;
+
+  Args a_;
+  kestrel::Net net_;
+  std::vector<std::string> in_names_, out_names_;
+  std::vector<kestrel::Mat> inputs_, outs_;
+  std::vector<double> ms_;
+  kestrel::MemoryStats stats_;
+  LayerTimes times_;
+  double peak_gflops_ = 0;
+};
+
+bool Bench::make_inputs() {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  in_names_ = net_.input_names();
+  out_names_ = net_.output_names();
+  outs_.resize(out_names_.size());
+  std::map<std::string, std::string> npy = a_.npy_inputs;
+  for (const std::string& name : in_names_) {
+    kestrel::Shape shape;
+    kestrel::Status s = net_.input_shape(name, &shape);
+    kestrel::Mat m;
+    if (!s.ok() || !m.create(shape)) return fail("cannot create input '" + name + "'");
+    const size_t plane = size_t(m.w) * m.h * m.d;
+    const auto it = npy.find(name);
+    if (it != npy.end()) {
+      kt::NpyArray arr;
+      const std::string why = kt::read_npy(it->second, &arr);
+      if (!why.empty() || arr.data.size() != plane * m.c) {
+        return fail("input '" + name + "': " +
+                    (why.empty() ? "the .npy holds a different number of values than the input's shape" : why));
+      }
+      for (int q = 0; q < m.c; ++q) std::memcpy(m.channel(q), arr.data.data() + q * plane, plane * sizeof(float));
+      npy.erase(it);
+    } else {
+      for (int q = 0; q < m.c; ++q) {
+        float* p = m.channel(q);
+        for (size_t i = 0; i < plane; ++i) p[i] = dist(rng);
+      }
+    }
+    inputs_.push_back(m);
+  }
+  if (!npy.empty()) return fail("the model has no input '" + npy.begin()->first + "'");
+  return true;
+}
+
+const char* memory_name(kestrel::MemoryStrategy m) {
+  return m == kestrel::MemoryStrategy::kNone ? "none" : m == kestrel::MemoryStrategy::kPool ? "pool" : "plan";
+}
+
+std::string Bench::config() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "threads=%d light=%s memory=%s kernels=%s isa=%s loops=%d warmup=%d", a_.threads,
+                a_.light ? "on" : "off", memory_name(a_.memory), a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref",
+                a_.kernels == kestrel::KernelSet::kFast ? kestrel::kernels::isa_name(kestrel::kernels::active_isa())
+                                                        : "ref",
+                a_.loops, a_.warmup);
+  return buf;
+}
+
+struct rusage self_usage() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru;
+}
+
+void Bench::print() const {
+  const kestrel::MemoryStats& st = stats_;
+  std::printf("model            %s\n", a_.model.c_str());
+  std::printf("config           %s\n", config().c_str());
+  std::printf("latency ms       min %.2f  median %.2f  max %.2f\n", ms_.front(), ms_[ms_.size() / 2], ms_.back());
+  std::printf("feature maps     peak held %.2f MiB  peak in use %.2f MiB\n", mib(st.peak_held_bytes),
+              mib(st.peak_in_use_bytes));
+  std::printf("static plan      arena %.2f MiB  lower bound %.2f MiB\n", mib(st.planned_bytes),
+              mib(st.lower_bound_bytes));
+  std::printf("allocations      %.2f system allocations per inference (%zu pool hits)\n",
+              static_cast<double>(st.system_allocations) / a_.loops, st.pool_hits);
+  std::printf("weights          %.2f MiB\n", mib(net_.weight_bytes()));
+  std::printf("peak RSS         %.2f MiB\n", static_cast<double>(self_usage().ru_maxrss) / 1024.0);
+  if (!a_.profile) return;
+  const LayerTimes& t = times_;
+  double total = 0;
+  for (const auto& v : t.ms) total += median(v);
+  std::printf("\nper layer (median of %d profiled runs; FMA peak %.1f GFLOP/s at %d thread%s)\n", a_.loops,
+              peak_gflops_, a_.threads, a_.threads == 1 ? "" : "s");
+  std::printf("%4s  %-24s %-14s %-28s %8s %6s %8s %8s %6s\n", "#", "layer", "type", "kernel", "ms", "%time", "MFLOP",
+              "GFLOP/s", "%peak");
+  std::map<std::string, std::pair<double, int>> by_type;
+  for (size_t i = 0; i < t.ms.size(); ++i) {
+    if (t.ms[i].empty()) continue;  // not run for these outputs
+    const double m = median(t.ms[i]);
+    by_type[t.type[i]].first += m;
+    by_type[t.type[i]].second += 1;
+    // Layer names keep their tail: exporters' names differ at the end.
+    const std::string& nm = t.name[i];
+    const std::string shown = nm.size() > 24 ? nm.substr(nm.size() - 24) : nm;
+    std::printf("%4zu  %-24s %-14.14s %-28.28s %8.3f %6.1f", i, shown.c_str(), t.type[i].c_str(), t.kernel[i].c_str(), m,
+                100 * m / total);
+    if (t.macs[i] > 0) {
+      const double gflops = 2 * t.macs[i] / (m * 1e6);
+      std::printf(" %8.1f %8.1f %6.1f\n", 2 * t.macs[i] * 1e-6, gflops,
+                  peak_gflops_ > 0 ? 100 * gflops / peak_gflops_ : 0.0);
+    } else {
+      std::printf("\n");
+    }
+  }
+  std::printf("\nper layer type (sum of layer medians %.3f ms)\n", total);
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [type, v] : by_type) order.push_back({v.first, type});
+  std::sort(order.rbegin(), order.rend());
+  for (const auto& [ms, type] : order) {
+    std::printf("  %-18s %3d layers %9.3f ms %6.1f%%\n", type.c_str(), by_type.at(type).second, ms, 100 * ms / total);
+  }
+}
+
+bool Bench::write_json() const {
+  std::ofstream j(a_.json);
+  const kestrel::MemoryStats& st = stats_;
+  j << "{\"model\": " << json_str(a_.model) << ", \"threads\": " << a_.threads << ", \"kernels\": \""
+    << (a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref") << "\", \"isa\": \""
+    << (a_.kernels == kestrel::KernelSet::kFast ? kestrel::kernels::isa_name(kestrel::kernels::active_isa()) : "ref")
+    << "\", \"memory\": \"" << memory_name(a_.memory) << "\", \"light\": " << (a_.light ? "true" : "false")
+    << ", \"loops\": " << a_.loops << ", \"warmup\": " << a_.warmup << ", \"min_ms\": " << ms_.front()
+    << ", \"median_ms\": " << ms_[ms_.size() / 2] << ", \"max_ms\": " << ms_.back()
+    << ", \"peak_held_bytes\": " << st.peak_held_bytes << ", \"peak_in_use_bytes\": " << st.peak_in_use_bytes
+    << ", \"planned_bytes\": " << st.planned_bytes << ", \"lower_bound_bytes\": " << st.lower_bound_bytes
+    << ", \"system_allocations_per_inference\": " << static_cast<double>(st.system_allocations) / a_.loops
+    << ", \"weight_bytes\": " << net_.weight_bytes() << ", \"peak_rss_kib\": " << self_usage().ru_maxrss;
+  if (a_.profile) {
+    j << ", \"fma_peak_gflops\": " << peak_gflops_ << ", \"layers\": [";
+    bool first = true;
+    for (size_t i = 0; i < times_.ms.size(); ++i) {
+      if (times_.ms[i].empty()) continue;
+      j << (first ? "" : ", ") << "{\"index\": " << i << ", \"name\": " << json_str(times_.name[i])
+        << ", \"type\": " << json_str(times_.type[i]) << ", \"kernel\": " << json_str(times_.kernel[i])
+        << ", \"median_ms\": " << median(times_.ms[i])
+        << ", \"multiply_adds\": " << times_.macs[i] << "}";
+      first = false;
+    }
+    j << "]";
+  }
+  j << "}\n";
+  if (!j) {
+    std::fprintf(stderr, "kestrel-bench: cannot write %s\n", a_.json.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,118 +390,12 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  kestrel::Net net;
-  net.option().kernels = a.kernels;
-  net.option().num_threads = a.threads;
-  net.option().light_mode = a.light;
-  net.option().memory = a.memory;
-  kestrel::Status s = net.load(a.model);
-  if (!s.ok()) {
-    std::fprintf(stderr, "kestrel-bench: %s\n", s.message().c_str());
-    return 1;
-  }
-  std::vector<kestrel::Mat> inputs;
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (const std::string& name : net.input_names()) {
-    kestrel::Shape shape;
-    s = net.input_shape(name, &shape);
-    kestrel::Mat m;
-    if (!s.ok() || !m.create(shape)) {
-      std::fprintf(stderr, "kestrel-bench: cannot create input '%s'\n", name.c_str());
-      return 1;
-    }
-    const size_t plane = size_t(m.w) * m.h * m.d;
-    const auto npy = a.npy_inputs.find(name);
-    if (npy != a.npy_inputs.end()) {
-      kt::NpyArray arr;
-      const std::string why = kt::read_npy(npy->second, &arr);
-      if (!why.empty() || arr.data.size() != plane * m.c) {
-        std::fprintf(stderr, "kestrel-bench: input '%s': %s\n", name.c_str(),
-                     why.empty() ? "the .npy holds a different number of values than the input's shape" : why.c_str());
-        return 1;
-      }
-      for (int q = 0; q < m.c; ++q) std::memcpy(m.channel(q), arr.data.data() + q * plane, plane * sizeof(float));
-      a.npy_inputs.erase(npy);
-    } else {
-      for (int q = 0; q < m.c; ++q) {
-        float* p = m.channel(q);
-        for (size_t i = 0; i < plane; ++i) p[i] = dist(rng);
-      }
-    }
-    inputs.push_back(m);
-  }
-  if (!a.npy_inputs.empty()) {
-    std::fprintf(stderr, "kestrel-bench: the model has no input '%s'\n", a.npy_inputs.begin()->first.c_str());
-    return 1;
-  }
-  const std::vector<std::string> in_names = net.input_names();
-  const std::vector<std::string> out_names = net.output_names();
-
-  kestrel::Extractor ex = net.create_extractor();
-  std::vector<kestrel::Mat> outs(out_names.size());
-  auto infer = [&]() -> kestrel::Status {
-    for (size_t i = 0; i < in_names.size(); ++i) {
-      kestrel::Status st = ex.input(in_names[i], inputs[i]);
-      if (!st.ok()) return st;
-    }
-    for (size_t i = 0; i < out_names.size(); ++i) {
-      kestrel::Status st = ex.extract(out_names[i], outs[i]);
-      if (!st.ok()) return st;
-    }
-    return kestrel::Status::Ok();
-  };
-  for (int i = 0; i < a.warmup; ++i) {
-    if (!(s = infer()).ok()) {
-      std::fprintf(stderr, "kestrel-bench: %s\n", s.message().c_str());
-      return 1;
-    }
-  }
-  ex.reset_memory_stats();
-  std::vector<double> ms;
-  for (int i = 0; i < a.loops; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    s = infer();
-    const auto t1 = std::chrono::steady_clock::now();
-    if (!s.ok()) {
-      std::fprintf(stderr, "kestrel-bench: %s\n", s.message().c_str());
-      return 1;
-    }
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  const kestrel::MemoryStats st = ex.memory_stats();
-  std::sort(ms.begin(), ms.end());
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  const char* mem = a.memory == kestrel::MemoryStrategy::kNone   ? "none"
-                    : a.memory == kestrel::MemoryStrategy::kPool ? "pool"
-                                                                 : "plan";
-  std::printf("model            %s\n", a.model.c_str());
-  std::printf("config           threads=%d light=%s memory=%s kernels=%s loops=%d warmup=%d\n", a.threads,
-              a.light ? "on" : "off", mem, a.kernels == kestrel::KernelSet::kFast ? "fast" : "ref", a.loops,
-              a.warmup);
-  std::printf("latency ms       min %.2f  median %.2f  max %.2f\n", ms.front(), ms[ms.size() / 2], ms.back());
-  std::printf("feature maps     peak held %.2f MiB  peak in use %.2f MiB\n", mib(st.peak_held_bytes),
-              mib(st.peak_in_use_bytes));
-  std::printf("static plan      arena %.2f MiB  lower bound %.2f MiB\n", mib(st.planned_bytes),
-              mib(st.lower_bound_bytes));
-  std::printf("allocations      %.2f system allocations per inference (%zu pool hits)\n",
-              static_cast<double>(st.system_allocations) / a.loops, st.pool_hits);
-  std::printf("weights          %.2f MiB\n", mib(net.weight_bytes()));
-  std::printf("peak RSS         %.2f MiB\n", static_cast<double>(ru.ru_maxrss) / 1024.0);
-  if (!a.json.empty()) {
-    std::ofstream j(a.json);
-    j << "{\"model\": \"" << a.model << "\", \"threads\": " << a.threads << ", \"kernels\": \""
-      << (a.kernels == kestrel::KernelSet::kFast ? "fast" : "ref") << "\", \"memory\": \"" << mem
-      << "\", \"light\": " << (a.light ? "true" : "false") << ", \"loops\": " << a.loops
-      << ", \"min_ms\": " << ms.front() << ", \"median_ms\": " << ms[ms.size() / 2] << ", \"max_ms\": " << ms.back()
-      << ", \"peak_held_bytes\": " << st.peak_held_bytes << ", \"peak_in_use_bytes\": " << st.peak_in_use_bytes
-      << ", \"system_allocations_per_inference\": " << static_cast<double>(st.system_allocations) / a.loops
-      << ", \"weight_bytes\": " << net.weight_bytes() << ", \"peak_rss_kib\": " << ru.ru_maxrss << "}\n";
-    if (!j) {
-      std::fprintf(stderr, "kestrel-bench: cannot write %s\n", a.json.c_str());
-      return 1;
-    }
-  }
+  Bench b(a);
+  if (!b.load()) return 1;
+  if (!a.memory_trace.empty() && !b.trace_memory()) return 1;
+  if (!b.time_loops()) return 1;
+  if (a.profile && !b.profile_loops()) return 1;
+  b.print();
+  if (!a.json.empty() && !b.write_json()) return 1;
   return 0;
 }

@@ -28,6 +28,6 @@ echo "== aarch64 (NEON) cross build, tests under qemu-aarch64"
 # The runtime and its kernel, layer and whole-network suites; the converters are host
 # tools and are not cross-built.
 cmake -S . -B build/aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
-  -DKESTREL_BUILD_CONVERTERS=OFF -DKESTREL_BUILD_TOOLS=OFF >/dev/null
+  -DKESTREL_BUILD_CONVERTERS=OFF -DKESTREL_BUILD_TOOLS=OFF -DKESTREL_BUILD_BENCH=OFF >/dev/null
 cmake --build build/aarch64 -j"$JOBS" --target kestrel_tests
 ctest --test-dir build/aarch64 -j"$JOBS" --output-on-failure -R '^(kernels|networks|layers|torch|extractor|threads|zoo)$'

@@ -72,7 +72,7 @@ Status infer_shapes(const Graph& g, std::map<std::string, Shape>* shapes) {
   Option opt;
   opt.kernels = KernelSet::kReference;
   std::shared_ptr<const NetImpl> net;
-  if (!(s = build_net(std::move(impl), opt, &net)).ok()) return s;
+  if (!(s = build_net(std::move(impl), opt, {}, &net)).ok()) return s;
   shapes->clear();
   for (size_t b = 0; b < net->blob_names.size(); ++b) (*shapes)[net->blob_names[b]] = net->blob_shapes[b];
   return Status::Ok();

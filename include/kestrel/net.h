@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ struct LayerEvent {
   const char* layer_type = "";
   size_t in_use_bytes = 0;        // live feature maps after the layer and light-mode frees
   size_t held_bytes = 0;          // bytes held from the system allocator
+  double multiply_adds = 0;       // of this layer (convolutions, InnerProduct, Gemm); else 0
+  const char* kernel = "";        // the kernel it ran ("f32_conv1x1_8x48_avx512"), "" for
+                                  // the layer's own code; valid during the callback only
 };
 
 class Net {
@@ -59,6 +63,12 @@ class Net {
   // Options used by load() (kernel choice) and copied into new Extractors.
   Option& option() { return opt_; }
   const Option& option() const { return opt_; }
+
+  // Prepares input `name` for `shape` instead of the shape stored in the model, from
+  // the next load() on (like a free dimension in ONNX Runtime). load() fails with
+  // InvalidArgument naming the input if the model has no such input, or with the
+  // layer's error if a layer cannot take the resulting shapes. Shape{} removes it.
+  void set_input_shape(const std::string& name, const Shape& shape);
 
   // Loads a .kst file (memory-mapped; weights are used in place or packed).
   Status load(const std::string& path);
@@ -89,6 +99,7 @@ class Net {
 
  private:
   Option opt_;
+  std::map<std::string, Shape> input_shapes_;
   std::shared_ptr<const NetImpl> impl_;
 };
 

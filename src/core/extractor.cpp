@@ -289,6 +289,8 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
     ev.layer_type = L.type.c_str();
     ev.in_use_bytes = in_use_;
     ev.held_bytes = memory_->counters().held;
+    ev.multiply_adds = L.impl->multiply_adds;
+    ev.kernel = L.impl->kernel_name ? L.impl->kernel_name : "";
     observer_(ev);
   }
   return Status::Ok();

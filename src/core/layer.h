@@ -74,6 +74,13 @@ class Layer {
 
   size_t workspace_bytes = 0;
   size_t workspace_per_thread_bytes = 0;
+  // Multiply-adds of one forward() at the prepared shapes, set by prepare() of the
+  // layers whose cost is dominated by them (convolutions, InnerProduct, Gemm); profilers
+  // turn it into GFLOP/s. 0 for the others.
+  double multiply_adds = 0;
+  // The fast kernel prepare() chose (its registry name), or nullptr for the layer's
+  // own code; profilers print it.
+  const char* kernel_name = nullptr;
 };
 
 using LayerCreator = std::unique_ptr<Layer> (*)();

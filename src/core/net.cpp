@@ -11,13 +11,21 @@ Net::~Net() = default;
 Net::Net(Net&&) noexcept = default;
 Net& Net::operator=(Net&&) noexcept = default;
 
+void Net::set_input_shape(const std::string& name, const Shape& shape) {
+  if (shape.dims == 0) {
+    input_shapes_.erase(name);
+  } else {
+    input_shapes_[name] = shape;
+  }
+}
+
 Status Net::load(const std::string& path) {
   return guarded("Net::load", [&]() -> Status {
     auto impl = std::make_unique<NetImpl>();
     Status s = impl->buffer.map_file(path);
     if (!s.ok()) return s;
     std::shared_ptr<const NetImpl> built;
-    s = build_net(std::move(impl), opt_, &built);
+    s = build_net(std::move(impl), opt_, input_shapes_, &built);
     if (!s.ok()) return s.with_context("model '" + path + "'");
     impl_ = std::move(built);
     return Status::Ok();
@@ -30,7 +38,7 @@ Status Net::load(const void* buffer, size_t size) {
     Status s = impl->buffer.from_memory(buffer, size);
     if (!s.ok()) return s;
     std::shared_ptr<const NetImpl> built;
-    s = build_net(std::move(impl), opt_, &built);
+    s = build_net(std::move(impl), opt_, input_shapes_, &built);
     if (!s.ok()) return s.with_context("model buffer");
     impl_ = std::move(built);
     return Status::Ok();

@@ -92,6 +92,19 @@ Status read_blobs(NetImpl& net) {
   return Status::Ok();
 }
 
+Status override_input_shapes(NetImpl& net, const std::map<std::string, Shape>& shapes) {
+  for (const auto& [name, shape] : shapes) {
+    const int b = net.find_blob(name);
+    if (b < 0 || !net.is_input[b]) {
+      return Status(ErrorCode::kInvalidArgument, "set_input_shape: the model has no input '" + name + "'");
+    }
+    Status s = check_blob_shape(shape, name);
+    if (!s.ok()) return Status(ErrorCode::kInvalidArgument, "set_input_shape: " + s.message());
+    net.blob_shapes[b] = shape;
+  }
+  return Status::Ok();
+}
+
 Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
   const fb::Model& m = *net.model;
   if (!m.weights()) return Status::Ok();
@@ -349,7 +362,8 @@ void read_metadata(NetImpl& net) {
 
 }  // namespace
 
-Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, std::shared_ptr<const NetImpl>* out) {
+Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::map<std::string, Shape>& input_shapes,
+                 std::shared_ptr<const NetImpl>* out) {
   NetImpl& net = *impl;
   Status s = verify_bytes(net.buffer.data(), net.buffer.size());
   if (!s.ok()) return s;
@@ -361,6 +375,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, std::shared_p
   }
   std::vector<WeightView> weights;
   if (!(s = read_blobs(net)).ok()) return s;
+  if (!(s = override_input_shapes(net, input_shapes)).ok()) return s;
   if (!(s = read_weights(net, &weights)).ok()) return s;
   if (!(s = read_layers(net)).ok()) return s;
   if (!(s = topological_order(net)).ok()) return s;

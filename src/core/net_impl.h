@@ -71,8 +71,9 @@ struct NetImpl {
 };
 
 // Verifies `buffer` (flatbuffers Verifier, then semantic checks), creates, loads and
-// prepares every layer and computes the plan. `out` is only set on success.
+// prepares every layer and computes the plan. `input_shapes` replace the model's input
+// shapes by name. `out` is only set on success.
 Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt,
-                 std::shared_ptr<const NetImpl>* out);
+                 const std::map<std::string, Shape>& input_shapes, std::shared_ptr<const NetImpl>* out);
 
 }  // namespace kestrel

@@ -23,6 +23,7 @@ class ActivationLayer final : public Layer {
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     const bool fast = ctx.kernels == KernelSet::kFast;
     kernel_ = fast ? kernels::select_activation_kernel(act_, kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     return layer_util::prepare_same_shape("Activation", inputs, outputs);
   }
 

@@ -53,6 +53,7 @@ class BatchNorm final : public Layer {
 
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_affine_kernel(kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     Status s = layer_util::prepare_same_shape("BatchNorm", inputs, outputs);
     if (!s.ok()) return s;
     const int channels = layer_util::channel_view(inputs[0], 0).channels;

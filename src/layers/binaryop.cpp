@@ -109,6 +109,7 @@ class BinaryOp final : public Layer {
     g.op = op_;
     g.act = act_;
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_binary_kernel(g, kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     return Status::Ok();
   }
 

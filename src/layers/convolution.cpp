@@ -6,6 +6,7 @@
 
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
+#include "kernels/fc_kernels.h"
 #include "layers/conv_spec.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
@@ -67,6 +68,7 @@ class Convolution final : public Layer {
     g_.bias = bias_ != nullptr;
     g_.act = c_.act;
     outputs[0] = Shape::make3(gx.out, gy.out, c_.num_output);
+    multiply_adds = double(gx.out) * gy.out * c_.num_output * in_per_group_ * c_.kh * c_.kw;
     return choose_kernel(ctx);
   }
 
@@ -74,7 +76,12 @@ class Convolution final : public Layer {
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    if (kernel_) {
+    if (fc_kernel_) {
+      // The GEMV writes contiguous outputs; the output's channels are cstep apart.
+      float* y = reinterpret_cast<float*>(static_cast<char*>(ctx.workspace) + fc_workspace_bytes_);
+      fc_kernel_->run(fc_g_, packed_.data, in.data, in.cstep, y, kernel_context(ctx));
+      for (int o = 0; o < g_.out_c; ++o) out.data[o * out.cstep] = y[o];
+    } else if (kernel_) {
       kernel_->run(g_, packed_.data, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
     } else {
       kernels::conv_reference(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
@@ -82,14 +89,41 @@ class Convolution final : public Layer {
     return Status::Ok();
   }
 
-  size_t packed_weight_bytes() const override { return kernel_ ? packed_.total() * sizeof(float) : 0; }
+  size_t packed_weight_bytes() const override {
+    return kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0;
+  }
 
  private:
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
-    const kernels::ConvKernel* k =
-        ctx.kernels == KernelSet::kFast ? kernels::select_conv_kernel(g_, kernels::active_isa()) : nullptr;
+    const bool fast = ctx.kernels == KernelSet::kFast;
+    kernel_ = nullptr;
+    fc_kernel_ = nullptr;
+    if (fast && is_gemv(g_)) {
+      fc_g_ = kernels::FcGeometry{};
+      fc_g_.in_planes = g_.in_c;
+      fc_g_.in_plane = 1;
+      fc_g_.num_output = g_.out_c;
+      fc_g_.bias = g_.bias;
+      fc_g_.act = g_.act;
+      const kernels::FcKernel* k = kernels::select_fc_kernel(fc_g_, kernels::active_isa());
+      if (k) {
+        Status s = bind_packed_kernel(k, fc_g_, weight_, bias_, "convolution weights", this, &packed_, &fc_kernel_);
+        fc_workspace_bytes_ = (workspace_bytes + kAlignment - 1) / kAlignment * kAlignment;
+        workspace_bytes = fc_workspace_bytes_ + sizeof(float) * static_cast<size_t>(g_.out_c);
+        return s;
+      }
+    }
+    const kernels::ConvKernel* k = fast ? kernels::select_conv_kernel(g_, kernels::active_isa()) : nullptr;
     return bind_packed_kernel(k, g_, weight_, bias_, "convolution weights", this, &packed_, &kernel_);
+  }
+
+  // A 1x1 convolution of a 1x1 map (a classifier head written as a convolution, like
+  // MobileNet's fc7) reads every weight once: the InnerProduct GEMV, which streams
+  // the weights in order, beats tile kernels built for reuse.
+  static bool is_gemv(const kernels::ConvGeometry& g) {
+    return g.in_h == 1 && g.in_w == 1 && g.out_h == 1 && g.out_w == 1 && g.kh == 1 && g.kw == 1 && g.group == 1 &&
+           g.pad_top == 0 && g.pad_left == 0;
   }
 
  private:
@@ -97,7 +131,10 @@ class Convolution final : public Layer {
   int in_per_group_ = 0;
   kernels::ConvGeometry g_;  // resolved in prepare()
   const kernels::ConvKernel* kernel_ = nullptr;
-  Mat packed_;  // kernel_'s packed weights
+  const kernels::FcKernel* fc_kernel_ = nullptr;  // is_gemv geometries
+  kernels::FcGeometry fc_g_;
+  size_t fc_workspace_bytes_ = 0;  // the GEMV's share of the workspace; its output follows
+  Mat packed_;  // kernel_'s or fc_kernel_'s packed weights
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
 };

@@ -69,6 +69,7 @@ class Deconvolution final : public Layer {
     s = output_extent("width", in.w, c_.kw, c_.sw, c_.dw, c_.pad_left, c_.pad_right, c_.out_pad_w, &ow);
     if (!s.ok()) return s;
     outputs[0] = Shape::make3(ow, oh, c_.num_output);
+    multiply_adds = double(in.w) * in.h * in.c * (c_.num_output / c_.group) * c_.kh * c_.kw;
     return Status::Ok();
   }
 

@@ -54,6 +54,7 @@ class Eltwise final : public Layer {
     g_.op = op_;
     g_.act = act_;
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_eltwise_kernel(g_, kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     return Status::Ok();
   }
 

@@ -69,6 +69,7 @@ class Gemm final : public Layer {
     s = prepare_c(b_is_input ? 0 : 1, m, n);
     if (!s.ok()) return s;
     outputs[0] = Shape::make2(n, m);
+    multiply_adds = double(m) * n * k;
     return Status::Ok();
   }
 

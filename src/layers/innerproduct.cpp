@@ -52,6 +52,7 @@ class InnerProduct final : public Layer {
                      std::to_string(num_input_));
     }
     outputs[0] = Shape::make1(num_output_);
+    multiply_adds = double(num_output_) * num_input_;
     g_ = kernels::FcGeometry{};
     g_.in_planes = inputs[0].dims >= 3 ? inputs[0].c : 1;
     g_.in_plane = layer_util::plane_size(inputs[0]);

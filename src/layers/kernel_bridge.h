@@ -34,12 +34,14 @@ Status bind_packed_kernel(const Kernel* k, const Geometry& g, const float* weigh
   packed->release();
   layer->workspace_bytes = 0;
   layer->workspace_per_thread_bytes = 0;
+  layer->kernel_name = nullptr;
   if (!k) return Status::Ok();
   Status s = allocate_packed(k->packed_floats(g), what, packed);
   if (!s.ok()) return s;
   k->pack(g, weight, bias, packed->data);
   layer->workspace_bytes = k->workspace_bytes(g);
   layer->workspace_per_thread_bytes = k->workspace_per_thread_bytes(g);
+  layer->kernel_name = k->name;
   *chosen = k;
   return Status::Ok();
 }

@@ -96,6 +96,7 @@ class Pooling final : public Layer {
     g_.global = global_;
     // Chosen once, at Net load.
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_pool_kernel(g_, kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     workspace_bytes = kernel_ ? kernel_->workspace_bytes(g_) : 0;
     workspace_per_thread_bytes = kernel_ ? kernel_->workspace_per_thread_bytes(g_) : 0;
     return Status::Ok();

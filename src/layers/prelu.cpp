@@ -27,6 +27,7 @@ class PReLU final : public Layer {
     leaky.type = fb::ActivationType::LeakyReLU;
     const bool fast = ctx.kernels == KernelSet::kFast;
     kernel_ = fast ? kernels::select_activation_kernel(leaky, kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     Status s = layer_util::prepare_same_shape("PReLU", inputs, outputs);
     if (!s.ok()) return s;
     return layer_util::check_channel_count(inputs[0], count_, "slope");

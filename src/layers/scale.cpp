@@ -37,6 +37,7 @@ class Scale final : public Layer {
 
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_affine_kernel(kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     Status s = layer_util::prepare_same_shape("Scale", inputs, outputs);
     if (!s.ok()) return s;
     return layer_util::check_channel_count(inputs[0], count_, "scale");

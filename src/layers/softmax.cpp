@@ -42,6 +42,7 @@ class Softmax final : public Layer {
     if (axis_ == 3) g_.outer1 *= e[1];
     g_.log = log_;
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_softmax_kernel(g_, kernels::active_isa()) : nullptr;
+    kernel_name = kernel_ ? kernel_->name : nullptr;
     return Status::Ok();
   }
 

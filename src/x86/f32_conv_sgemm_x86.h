@@ -23,6 +23,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/conv_kernels.h"
@@ -182,18 +183,51 @@ void copy_tail(const float* in, size_t in_cstep, size_t k, int n, float* dst) {
   }
 }
 
-template <class V, int MR, int NV, class Epi>
+// Register tiles with pixels along the vectors: MR output channels x NV vectors.
+template <class V, int MR_, int NV>
+struct PixelTiles {
+  static constexpr int MR = MR_, NR = NV * V::kWidth;
+  // Broadcasts nothing from B: a partial tile of a directly read input is copied.
+  static constexpr bool kReadsPartialInPlace = false;
+  template <class Epi>
+  static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
+                                     size_t ldc, int mr, int nr, const Epi& epi) {
+    gemm::any_tile<V, MR, NV>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+  }
+};
+
+// Register tiles with output channels along the vectors: MV vectors x NP pixels,
+// over im2col tiles of NV vectors' worth of pixels (the same blocks as PixelTiles).
+template <class V, int MV, int NP, int NV>
+struct ChannelTiles {
+  static constexpr int MR = MV * V::kWidth, NR = NV * V::kWidth;
+  // Broadcasts read only the tile's own pixels, so a partial tile reads in place.
+  static constexpr bool kReadsPartialInPlace = true;
+  template <class Epi>
+  static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
+                                     size_t ldc, int mr, int nr, const Epi& epi) {
+    gemm::any_ctile<V, MV, NP>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+  }
+};
+
+template <class T, class Epi>
 void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
               size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
-  constexpr int NR = NV * V::kWidth;
+  constexpr int MR = T::MR, NR = T::NR;
   const Plan pl = plan_of<MR, NR>(g);
   const int threads = std::max(1, ctx.num_threads);
-  // Smaller blocks when there are few tiles, so that every thread gets one; then
-  // split the panels if groups x blocks still leave threads idle.
-  const size_t block_tiles = std::clamp<size_t>((pl.tiles + threads - 1) / threads, 1, pl.block_tiles);
+  // Work items: blocks of pixel tiles x chunks of panels, a few per thread so that
+  // static scheduling balances them. Few tiles (7x7, 14x14 maps: 2 to 5 tiles, the
+  // last one short) are not split among threads at all, the panels are: a 48 + 1
+  // pixel split left one of 2 threads idle. An im2col block splits into fewer chunks
+  // than a directly read one, since every chunk builds its block's im2col again.
+  const bool few_tiles = threads > 1 && pl.tiles < static_cast<size_t>(4 * threads) && pl.tiles <= pl.block_tiles;
+  const size_t block_tiles =
+      few_tiles ? pl.tiles : std::clamp<size_t>((pl.tiles + threads - 1) / threads, 1, pl.block_tiles);
   const size_t blocks = (pl.tiles + block_tiles - 1) / block_tiles;
   const size_t base_items = static_cast<size_t>(g.group) * blocks;
-  size_t chunks = std::min<size_t>(pl.panels, (threads + base_items - 1) / base_items);
+  const size_t want = threads == 1 ? 1 : (pl.direct ? 4 : 2) * static_cast<size_t>(threads);
+  size_t chunks = std::min<size_t>(pl.panels, (want + base_items - 1) / base_items);
   const size_t chunk_panels = (pl.panels + chunks - 1) / chunks;
   chunks = (pl.panels + chunk_panels - 1) / chunk_panels;
   const long items = static_cast<long>(base_items * chunks);
@@ -201,14 +235,16 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
 
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (long item = 0; item < items; ++item) {
-    const size_t chunk = item % chunks, rest = item / chunks;
+    // Chunk-major, so that a thread's contiguous share of items covers every block
+    // (short last blocks included) for its panels.
+    const size_t chunk = item / base_items, rest = item % base_items;
     const size_t blk = rest % blocks;
     const int gi = static_cast<int>(rest / blocks);
     const size_t tile0 = blk * block_tiles, ntiles = std::min(block_tiles, pl.tiles - tile0);
     const size_t p0 = tile0 * NR, ncols = std::min(ntiles * NR, pl.pixels - p0);
     const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
     float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
-    const bool direct_tail = pl.direct && ncols % NR != 0;
+    const bool direct_tail = pl.direct && ncols % NR != 0 && !T::kReadsPartialInPlace;
     if (!pl.direct) im2col_block<NR>(g, pl, in_g, in_cstep, p0, ncols, cols);
     if (direct_tail) copy_tail<NR>(in_g + p0 + ncols / NR * NR, in_cstep, pl.k, static_cast<int>(ncols % NR), cols);
     const int panel_end = static_cast<int>(std::min<size_t>(pl.panels, (chunk + 1) * chunk_panels));
@@ -220,10 +256,10 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
       for (size_t t = 0; t < ntiles; ++t) {
         const size_t pt = p0 + t * NR;
         const int nr = static_cast<int>(std::min<size_t>(NR, pl.pixels - pt));
-        const bool from_input = pl.direct && nr == NR;
+        const bool from_input = pl.direct && (nr == NR || T::kReadsPartialInPlace);
         const float* b = from_input ? in_g + pt : pl.direct ? cols : cols + t * pl.k * NR;
         const size_t ldb = from_input ? in_cstep : NR;
-        gemm::any_tile<V, MR, NV>(pl.k, a, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, epi);
+        T::run(pl.k, a, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, epi);
       }
     }
   }
@@ -233,8 +269,39 @@ template <class V, int MR, int NV>
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
          const KernelContext& ctx) {
   gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
-    run_impl<V, MR, NV>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    run_impl<PixelTiles<V, MR, NV>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
   });
+}
+
+template <class V, int MV, int NP, int NV>
+void run_channels(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+                  size_t out_cstep, const KernelContext& ctx) {
+  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+    run_impl<ChannelTiles<V, MV, NP, NV>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+  });
+}
+
+// Which orientation a geometry prefers, from a cycle model of the register tiles:
+// a tile step of m broadcasts and n vector loads feeding m * n FMAs takes
+// max(m * n, m + n) / 2 cycles (2 FMA and 2 load ports), summed over the tiles that
+// cover the pixels, per panel, plus about a cycle per output to write the channel
+// tiles out through their buffer (spread over the K steps).
+inline double tile_step_cycles(int m, int n) { return std::max(m * n, m + n) / 2.0; }
+
+template <int W, int MRp, int NVp, int MV, int NP>
+bool prefers_channel_tiles(const ConvGeometry& g) {
+  const double oc = g.out_c / g.group, px = static_cast<double>(g.out_h) * g.out_w;
+  const double k = static_cast<double>(g.in_c / g.group) * g.kh * g.kw;
+  const long p = static_cast<long>(px), nr = NVp * W, tail_vecs = (p % nr + W - 1) / W;
+  const double pixel = std::ceil(oc / MRp) * (static_cast<double>(p / nr) * tile_step_cycles(MRp, NVp) +
+                                               (tail_vecs ? tile_step_cycles(MRp, static_cast<int>(tail_vecs)) : 0));
+  const double channel = std::ceil(oc / (MV * W)) * (static_cast<double>(p / NP) * tile_step_cycles(NP, MV) +
+                                                       static_cast<double>(p % NP / 4) * tile_step_cycles(4, MV) +
+                                                       static_cast<double>(p % 4) * tile_step_cycles(1, MV)) +
+                         oc * px / k;
+  constexpr double kMaxDirectPixels = 256;  // 14x14 and less
+  if (reads_input_directly(g) && px > kMaxDirectPixels) return false;
+  return channel < 1.1 * pixel;
 }
 
 // --- the two kernels' geometry sets ---------------------------------------------------
@@ -254,6 +321,18 @@ template <int MR, int NR>
 bool supports_general(const ConvGeometry& g) {
   if (g.is_depthwise() && g.kh == 3 && g.kw == 3 && g.dh == 1 && g.dw == 1 && g.sh <= 2 && g.sw <= 2) return false;
   return supports_any<MR, NR>(g);
+}
+
+// The channel-tile kernels take the geometries of the pixel-tile ones (MRp x NVp
+// vectors) that prefer channel tiles.
+template <int W, int MRp, int NVp, int MV, int NP, int NV>
+bool supports_1x1_channels(const ConvGeometry& g) {
+  return supports_1x1<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g);
+}
+
+template <int W, int MRp, int NVp, int MV, int NP, int NV>
+bool supports_general_channels(const ConvGeometry& g) {
+  return supports_general<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g);
 }
 
 }  // namespace conv_gemm

@@ -133,5 +133,52 @@ KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, co
   tile<V, MR, NV>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
 }
 
+// The transposed tile, for maps with few pixels (7x7, 14x14), where pixel vectors
+// would run mostly empty: MV vectors of output channels x NP pixels, NP * MV
+// accumulators, per k step MV vector loads of A (the packed panel row kk, MV * W output
+// channels) and NP broadcasts of B (one per pixel), MV * NP FMAs. A pixel tail costs
+// in proportion to its pixels, and the same fma chain order per C element keeps the
+// bits equal to the pixel-vector tile's. The accumulators leave through a small
+// [NP][MV * W] buffer and are written out row by row (C is [channel][pixel]).
+template <class V, int MV, int NP, class Epi>
+__attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias,
+                                     const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr,
+                                     const Epi& epi) {
+  using R = typename V::reg;
+  constexpr int W = V::kWidth, MR = MV * W;
+  R acc[NP][MV];
+  static_for<MV>([&](auto v) {
+    const R bv = V::loadu(bias + v * W);
+    static_for<NP>([&](auto p) { acc[p][v] = bv; });
+  });
+  for (size_t kk = 0; kk < k; ++kk) {
+    R w[MV];
+    static_for<MV>([&](auto v) { w[v] = V::loadu(a + v * W); });
+    static_for<NP>([&](auto p) {
+      const R x = V::broadcast(b + p);
+      static_for<MV>([&](auto v) { acc[p][v] = V::fmadd(w[v], x, acc[p][v]); });
+    });
+    a += MR;
+    b += ldb;
+  }
+  alignas(64) float buf[NP][MR];
+  static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(&buf[p][v * W], epi(acc[p][v])); }); });
+  for (int r = 0; r < mr; ++r) {
+    float* row = c + static_cast<size_t>(r) * ldc;
+    for (int p = 0; p < NP; ++p) row[p] = buf[p][r];
+    epi.finish(row, NP);
+  }
+}
+
+// Columns [0, nr) of an MV x any tile: NP pixels at a time, the rest by 4 and by 1.
+template <class V, int MV, int NP, class Epi>
+KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
+                                  size_t ldc, int mr, int nr, const Epi& epi) {
+  int j = 0;
+  for (; j + NP <= nr; j += NP) ctile<V, MV, NP>(k, a, bias, b + j, ldb, c + j, ldc, mr, epi);
+  for (; j + 4 <= nr; j += 4) ctile<V, MV, 4>(k, a, bias, b + j, ldb, c + j, ldc, mr, epi);
+  for (; j < nr; ++j) ctile<V, MV, 1>(k, a, bias, b + j, ldb, c + j, ldc, mr, epi);
+}
+
 }  // namespace gemm
 KESTREL_X86_NS_END

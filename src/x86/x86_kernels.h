@@ -42,9 +42,18 @@ extern const ConvKernel kF32DwConv3x3_Avx2;    // 3x3 depthwise, stride 1 and 2:
 
 // ---- Convolution (src/x86/f32_conv1x1_*, f32_conv_sgemm_*: f32_conv_sgemm_x86.h over
 // the f32_gemm_x86.h microkernel and x86_vec.h traits) ----
+extern const ConvKernel kF32Conv1x1_32x12_Avx512;   // the same two on maps with few pixels:
+extern const ConvKernel kF32ConvSgemm_32x12_Avx512; // output channels along the vectors
+extern const ConvKernel kF32Conv1x1_16x6_Avx2;      // (src/x86/f32_conv_{32x12_avx512,16x6_avx2}.cpp)
+extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
 extern const ConvKernel kF32Conv1x1_8x48_Avx512;    // 1x1, group 1, no padding, stride 1/2
 extern const ConvKernel kF32Conv1x1_4x24_Avx2;
 extern const ConvKernel kF32ConvSgemm_8x48_Avx512;  // im2col + SGEMM: all but 3x3 depthwise
 extern const ConvKernel kF32ConvSgemm_4x24_Avx2;
+
+// ---- Winograd F(4x4, 3x3) (src/x86/f32_conv_winograd43_{avx512,avx2}.cpp,
+// f32_conv_winograd43_x86.h) ----
+extern const ConvKernel kF32ConvWinograd43_Avx512;  // 3x3, stride 1, group 1, where it beats the SGEMM
+extern const ConvKernel kF32ConvWinograd43_Avx2;
 
 }  // namespace kestrel::kernels::x86

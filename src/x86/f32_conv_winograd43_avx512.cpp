@@ -1,0 +1,25 @@
+// Dense 3x3 stride-1 convolution by Winograd F(4x4, 3x3) on AVX-512F: 16 tiles per
+// vector, the 36 products per 8-channel panel on the 8 x 48 microkernel.
+// Instantiates src/x86/f32_conv_winograd43_x86.h with F32x16.
+#include "x86/f32_conv_winograd43_x86.h"
+#include "x86/x86_kernels.h"
+
+namespace kestrel::kernels::x86 {
+namespace {
+using V = F32x16;
+constexpr int kMr = 8, kNv = 3;
+}  // namespace
+
+const ConvKernel kF32ConvWinograd43_Avx512 = {
+    "f32_conv_winograd43_avx512",
+    Isa::kAvx512,
+    wino43::supports<V, kMr, kNv>,
+    wino43::packed_floats<V, kMr, kNv>,
+    wino43::pack<V, kMr, kNv>,
+    wino43::no_workspace,
+    wino43::workspace_per_thread_bytes<V, kMr, kNv>,
+    1e-3,
+    wino43::run<V, kMr, kNv>,
+};
+
+}  // namespace kestrel::kernels::x86
