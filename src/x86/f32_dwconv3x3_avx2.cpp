@@ -3,7 +3,7 @@
 // algorithm of f32_dwconv3x3_x86.h. vmaskmov loads and stores for the ends of rows.
 #include <immintrin.h>
 
-#include "x86/f32_dwconv3x3_x86.h"
+#include "x86/f32_dwconv3x3_flat_x86.h"
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {
@@ -23,6 +23,13 @@ struct VecAvx2 {
   static T load_n(const float* p, int n) { return _mm256_maskload_ps(p, mask(n)); }
   static void store_n(float* p, T v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  // Lane masks of the flat kernel (f32_dwconv3x3_flat_x86.h); masked-off lanes are not read.
+  using Mask = __m256i;
+  static Mask mask_of(unsigned bits) {
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), lane), lane);
+  }
+  static T load_masked(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
   static T max(T a, T b) { return _mm256_max_ps(a, b); }
   static T min(T a, T b) { return _mm256_min_ps(a, b); }
   static T leaky(T x, T slope) {
@@ -42,12 +49,23 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
   dwconv3x3::run<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
 }
 
+void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx) {
+  dwconv3x3::run_flat<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
+}
+
 }  // namespace
 
 const ConvKernel kF32DwConv3x3_Avx2 = {
     "f32_dwconv3x3_2x24_avx2", Isa::kAvx2,           dwconv3x3::supports,         dwconv3x3::packed_floats,
     dwconv3x3::pack,           dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
     run,
+};
+
+const ConvKernel kF32DwConv3x3Flat_Avx2 = {
+    "f32_dwconv3x3_flat_avx2", Isa::kAvx2, dwconv3x3::supports_flat, dwconv3x3::packed_floats,
+    dwconv3x3::pack, dwconv3x3::flat_workspace<VecAvx2>, dwconv3x3::no_workspace, 1e-4,
+    run_flat,
 };
 
 }  // namespace kestrel::kernels::x86

@@ -7,7 +7,7 @@
 // max/min intrinsics) "may be used uninitialized": a false positive in its headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "x86/f32_dwconv3x3_x86.h"
+#include "x86/f32_dwconv3x3_flat_x86.h"
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {
@@ -27,6 +27,10 @@ struct VecAvx512 {
   static T load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
   static void store_n(float* p, T v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
   static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  // Lane masks of the flat kernel (f32_dwconv3x3_flat_x86.h); masked-off lanes are not read.
+  using Mask = __mmask16;
+  static Mask mask_of(unsigned bits) { return static_cast<__mmask16>(bits); }
+  static T load_masked(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
   static T max(T a, T b) { return _mm512_max_ps(a, b); }
   static T min(T a, T b) { return _mm512_min_ps(a, b); }
   static T leaky(T x, T slope) {
@@ -46,12 +50,23 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
   dwconv3x3::run<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
 }
 
+void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx) {
+  dwconv3x3::run_flat<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
+}
+
 }  // namespace
 
 const ConvKernel kF32DwConv3x3_Avx512 = {
     "f32_dwconv3x3_2x64_avx512", Isa::kAvx512,           dwconv3x3::supports,         dwconv3x3::packed_floats,
     dwconv3x3::pack,             dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
     run,
+};
+
+const ConvKernel kF32DwConv3x3Flat_Avx512 = {
+    "f32_dwconv3x3_flat_avx512", Isa::kAvx512, dwconv3x3::supports_flat, dwconv3x3::packed_floats,
+    dwconv3x3::pack, dwconv3x3::flat_workspace<VecAvx512>, dwconv3x3::no_workspace, 1e-4,
+    run_flat,
 };
 
 }  // namespace kestrel::kernels::x86
