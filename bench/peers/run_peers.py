@@ -10,7 +10,7 @@ and MobileNet-SSD 300 (the Caffe definition in ../shared with a seeded random
 caffemodel; OpenCV only: ONNX has no Caffe-SSD layers).
 
   bench/peers/run_peers.py [--build build] [--out build/peers] [--threads 1,2] [--loops 30] [--warmup 5]
-                           [--markdown bench/peers/RESULTS.md]
+                           [--rounds 3] [--markdown bench/peers/RESULTS.md]
 
 Needs: a build with kestrel-convert and kestrel-bench, Debian's python3-torch,
 -torchvision, -onnx, -opencv, and `npm install --ignore-scripts` in bench/peers
@@ -75,6 +75,9 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--loops", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="repeat the whole set this many times, engines in alternating order; report the "
+                         "median of the rounds' medians and the smallest min (the machine's neighbours vary)")
     ap.add_argument("--shared", default=str(REPO.parent / "shared"))
     ap.add_argument("--markdown")
     args = ap.parse_args()
@@ -115,20 +118,36 @@ def main():
         np.save(npy, np.random.default_rng(7).uniform(-1, 1, (3, 300, 300)).astype(np.float32))
         nets["mobilenet_ssd"] = (kst, npy, None, ["--caffe", str(ssd_proto), str(caffemodel)])
 
-    rows = []
-    for name, (kst, npy, onnx, cv_args) in nets.items():
-        for t in [int(x) for x in args.threads.split(",")]:
-            loops, warm = str(args.loops), str(args.warmup)
-            res = {}
+    def run_engine(engine, name, t, kst, npy, onnx, cv_args):
+        loops, warm = str(args.loops), str(args.warmup)
+        if engine == "kestrel":
             jpath = out / f"{name}.t{t}.json"
             subprocess.run([str(bench), str(kst), "--threads", str(t), "--loops", loops, "--warmup", warm, "--input",
                             f"data={npy}", "--json", str(jpath)], check=True, capture_output=True)
-            res["kestrel"] = json.loads(jpath.read_text())
-            if onnx:
-                res["ort"] = run_json(["node", str(HERE / "ort_bench.js"), str(onnx), str(npy), str(t), loops, warm])
-            res["opencv"] = run_json([PYTHON, str(HERE / "opencv_bench.py")] + cv_args + [str(npy), str(t), loops, warm])
-            rows.append((name, t, res))
-            print(name, t, {k: round(v["median_ms"], 2) for k, v in res.items()}, file=sys.stderr)
+            return json.loads(jpath.read_text())
+        if engine == "ort":
+            return run_json(["node", str(HERE / "ort_bench.js"), str(onnx), str(npy), str(t), loops, warm])
+        return run_json([PYTHON, str(HERE / "opencv_bench.py")] + cv_args + [str(npy), str(t), loops, warm])
+
+    samples = {}  # (name, t) -> engine -> [result per round]
+    for r in range(args.rounds):
+        for name, (kst, npy, onnx, cv_args) in nets.items():
+            for t in [int(x) for x in args.threads.split(",")]:
+                engines = ["kestrel", "ort", "opencv"] if onnx else ["kestrel", "opencv"]
+                if r % 2:
+                    engines.reverse()
+                for e in engines:
+                    samples.setdefault((name, t), {}).setdefault(e, []).append(
+                        run_engine(e, name, t, kst, npy, onnx, cv_args))
+                print(f"round {r + 1}", name, t,
+                      {e: round(v[-1]["median_ms"], 2) for e, v in samples[(name, t)].items()}, file=sys.stderr)
+    rows = []
+    for (name, t), per in samples.items():
+        res = {}
+        for e, runs in per.items():
+            med = sorted(x["median_ms"] for x in runs)
+            res[e] = {"median_ms": med[len(med) // 2], "min_ms": min(x["min_ms"] for x in runs)}
+        rows.append((name, t, res))
 
     def cell(res, k):
         return f"{res[k]['median_ms']:.2f} ({res[k]['min_ms']:.2f})" if k in res else "–"
@@ -136,9 +155,9 @@ def main():
     def ratio(res, k):
         return f"{res['kestrel']['median_ms'] / res[k]['median_ms']:.2f}" if k in res else "–"
 
-    lines = [f"Measured {datetime.date.today()} on {cpu_model()} ({os.cpu_count()} CPUs), "
-             f"median (min) ms of {args.loops} runs after {args.warmup} warm-up runs, one process per engine "
-             "and setting, run back to back.", "",
+    lines = [f"Measured {datetime.date.today()} on {cpu_model()} ({os.cpu_count()} CPUs): {args.rounds} rounds, "
+             f"each one process per engine and setting with {args.loops} timed runs after {args.warmup} warm-up "
+             "runs, the engines in alternating order; the median of the rounds' medians (the smallest min).", "",
              "| network | threads | Kestrel | ONNX Runtime 1.30 | OpenCV DNN 4.6 | Kestrel / ORT | Kestrel / OpenCV |",
              "|---|---|---|---|---|---|---|"]
     for name, t, res in rows:
