@@ -350,6 +350,7 @@ void Bench::print() const {
 
 bool Bench::write_json() const {
   std::ofstream j(a_.json);
+  j.precision(12);  // multiply-adds and byte counts stay exact
   const kestrel::MemoryStats& st = stats_;
   j << "{\"model\": " << json_str(a_.model) << ", \"threads\": " << a_.threads << ", \"kernels\": \""
     << (a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref") << "\", \"isa\": \""

@@ -335,5 +335,22 @@ bool supports_general_channels(const ConvGeometry& g) {
   return supports_general<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g);
 }
 
+// The entry of a channel-tile kernel (MV vectors x NP pixels over NV-vector im2col
+// tiles), claiming what it takes from the pixel-tile kernels MRp x NVp: 1x1 only, or
+// any geometry. An ISA's translation unit names only its tile.
+template <class V, int MV, int NP, int NV, int MRp, int NVp>
+constexpr ConvKernel channel_kernel(const char* name, Isa isa, bool one_by_one) {
+  constexpr int W = V::kWidth, MR = MV * W, NR = NV * W;
+  return {name,
+          isa,
+          one_by_one ? supports_1x1_channels<W, MRp, NVp, MV, NP, NV> : supports_general_channels<W, MRp, NVp, MV, NP, NV>,
+          packed_floats<MR, NR>,
+          pack<MR, NR>,
+          no_workspace,
+          workspace_per_thread_bytes<MR, NR>,
+          1e-4,
+          run_channels<V, MV, NP, NV>};
+}
+
 }  // namespace conv_gemm
 KESTREL_X86_NS_END

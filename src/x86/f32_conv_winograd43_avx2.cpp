@@ -5,21 +5,7 @@
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {
-namespace {
-using V = F32x8;
-constexpr int kMr = 4, kNv = 3;
-}  // namespace
 
-const ConvKernel kF32ConvWinograd43_Avx2 = {
-    "f32_conv_winograd43_avx2",
-    Isa::kAvx2,
-    wino43::supports<V, kMr, kNv>,
-    wino43::packed_floats<V, kMr, kNv>,
-    wino43::pack<V, kMr, kNv>,
-    wino43::no_workspace,
-    wino43::workspace_per_thread_bytes<V, kMr, kNv>,
-    1e-3,
-    wino43::run<V, kMr, kNv>,
-};
+const ConvKernel kF32ConvWinograd43_Avx2 = wino43::kernel<F32x8, 4, 3>("f32_conv_winograd43_avx2", Isa::kAvx2);
 
 }  // namespace kestrel::kernels::x86

@@ -5,21 +5,7 @@
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {
-namespace {
-using V = F32x16;
-constexpr int kMr = 8, kNv = 3;
-}  // namespace
 
-const ConvKernel kF32ConvWinograd43_Avx512 = {
-    "f32_conv_winograd43_avx512",
-    Isa::kAvx512,
-    wino43::supports<V, kMr, kNv>,
-    wino43::packed_floats<V, kMr, kNv>,
-    wino43::pack<V, kMr, kNv>,
-    wino43::no_workspace,
-    wino43::workspace_per_thread_bytes<V, kMr, kNv>,
-    1e-3,
-    wino43::run<V, kMr, kNv>,
-};
+const ConvKernel kF32ConvWinograd43_Avx512 = wino43::kernel<F32x16, 8, 3>("f32_conv_winograd43_avx512", Isa::kAvx512);
 
 }  // namespace kestrel::kernels::x86

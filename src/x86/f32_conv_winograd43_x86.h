@@ -400,5 +400,12 @@ bool supports(const ConvGeometry& g) {
   return products <= 0.5 * (static_cast<double>(g.out_h) * g.out_w * 9);
 }
 
+// The kernel entry of one tile shape (an ISA's translation unit names only its tile).
+template <class V, int MR, int NV>
+constexpr ConvKernel kernel(const char* name, Isa isa) {
+  return {name,         isa, supports<V, MR, NV>, packed_floats<V, MR, NV>, pack<V, MR, NV>, no_workspace,
+          workspace_per_thread_bytes<V, MR, NV>, 1e-3, run<V, MR, NV>};
+}
+
 }  // namespace wino43
 KESTREL_X86_NS_END

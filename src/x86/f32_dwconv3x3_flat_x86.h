@@ -126,23 +126,9 @@ void flat_channels(const ConvGeometry& g, const float* packed, const float* in, 
 template <class V>
 void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
               size_t out_cstep, const KernelContext& ctx) {
-  using fb::ActivationType;
-  Act<V> act{V::zero(), V::zero(), V::zero()};
-  switch (g.act.type) {
-    case ActivationType::None:
-      return flat_channels<V, Epilogue::kLinear>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
-    case ActivationType::ReLU:
-      return flat_channels<V, Epilogue::kRelu>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
-    case ActivationType::Clip:
-      act.lo = V::set1(g.act.alpha);
-      act.hi = V::set1(g.act.beta);
-      return flat_channels<V, Epilogue::kClip>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
-    case ActivationType::LeakyReLU:
-      act.slope = V::set1(g.act.alpha);
-      return flat_channels<V, Epilogue::kLeaky>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
-    default:
-      return flat_channels<V, Epilogue::kLinear>(g, packed, in, in_cstep, out, out_cstep, ctx, act, true);
-  }
+  with_epilogue<V>(g, [&](auto e, const Act<V>& act, bool after) {
+    flat_channels<V, decltype(e)::value>(g, packed, in, in_cstep, out, out_cstep, ctx, act, after);
+  });
 }
 
 }  // namespace kestrel::kernels::x86::dwconv3x3

@@ -33,6 +33,7 @@
 #include <omp.h>
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/conv_kernels.h"
@@ -264,26 +265,36 @@ void run_channels(const ConvGeometry& g, const float* packed, const float* in, s
   }
 }
 
-template <class V, int S>
-void run_stride(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-                size_t out_cstep, const KernelContext& ctx) {
+// Calls fn(std::integral_constant<Epilogue, E>, act, activate_after) for the epilogue
+// that computes g.act in registers (activate_after: the stored values still need
+// activate_channel): each kernel's channel loop is instantiated once per kind.
+template <class V, class Fn>
+inline void with_epilogue(const ConvGeometry& g, Fn&& fn) {
   using fb::ActivationType;
   Act<V> act{V::zero(), V::zero(), V::zero()};
   switch (g.act.type) {
     case ActivationType::None:
-      return run_channels<V, S, Epilogue::kLinear>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
+      return fn(std::integral_constant<Epilogue, Epilogue::kLinear>{}, act, false);
     case ActivationType::ReLU:
-      return run_channels<V, S, Epilogue::kRelu>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
+      return fn(std::integral_constant<Epilogue, Epilogue::kRelu>{}, act, false);
     case ActivationType::Clip:
       act.lo = V::set1(g.act.alpha);
       act.hi = V::set1(g.act.beta);
-      return run_channels<V, S, Epilogue::kClip>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
+      return fn(std::integral_constant<Epilogue, Epilogue::kClip>{}, act, false);
     case ActivationType::LeakyReLU:
       act.slope = V::set1(g.act.alpha);
-      return run_channels<V, S, Epilogue::kLeaky>(g, packed, in, in_cstep, out, out_cstep, ctx, act, false);
+      return fn(std::integral_constant<Epilogue, Epilogue::kLeaky>{}, act, false);
     default:
-      return run_channels<V, S, Epilogue::kLinear>(g, packed, in, in_cstep, out, out_cstep, ctx, act, true);
+      return fn(std::integral_constant<Epilogue, Epilogue::kLinear>{}, act, true);
   }
+}
+
+template <class V, int S>
+void run_stride(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+                size_t out_cstep, const KernelContext& ctx) {
+  with_epilogue<V>(g, [&](auto e, const Act<V>& act, bool after) {
+    run_channels<V, S, decltype(e)::value>(g, packed, in, in_cstep, out, out_cstep, ctx, act, after);
+  });
 }
 
 template <class V>
