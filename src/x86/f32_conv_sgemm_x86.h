@@ -191,7 +191,7 @@ struct PixelTiles {
   static constexpr bool kReadsPartialInPlace = false;
   template <class Epi>
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                     size_t ldc, int mr, int nr, const Epi& epi) {
+                                     size_t ldc, int mr, int nr, const float*, const Epi& epi) {
     gemm::any_tile<V, MR, NV>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
   }
 };
@@ -205,8 +205,8 @@ struct ChannelTiles {
   static constexpr bool kReadsPartialInPlace = true;
   template <class Epi>
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                     size_t ldc, int mr, int nr, const Epi& epi) {
-    gemm::any_ctile<V, MV, NP>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+                                     size_t ldc, int mr, int nr, const float* next_panel, const Epi& epi) {
+    gemm::any_ctile<V, MV, NP>(k, a, bias, b, ldb, c, ldc, mr, nr, next_panel, epi);
   }
 };
 
@@ -259,7 +259,9 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
         const bool from_input = pl.direct && (nr == NR || T::kReadsPartialInPlace);
         const float* b = from_input ? in_g + pt : pl.direct ? cols : cols + t * pl.k * NR;
         const size_t ldb = from_input ? in_cstep : NR;
-        T::run(pl.k, a, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, epi);
+        // The block's first tile brings the next panel's weights towards L2.
+        const float* next = t == 0 && panel + 1 < panel_end ? a + pl.k * MR : nullptr;
+        T::run(pl.k, a, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, next, epi);
       }
     }
   }
