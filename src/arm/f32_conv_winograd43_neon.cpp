@@ -28,6 +28,7 @@
 #include "arm/f32_gemm_8x12_neon.h"
 #include "arm/f32_gemm_epilogue_neon.h"
 #include "arm/f32_winograd43_transforms_neon.h"
+#include "kernels/winograd43_weights.h"
 
 namespace kestrel::kernels::arm {
 namespace {
@@ -92,24 +93,14 @@ size_t packed_floats(const ConvGeometry& g) {
 }
 
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
-  static const double kG[kAlpha][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                       {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
   const Plan p = plan_of(g);
   std::fill(packed, packed + packed_floats(g), 0.f);
+  float u[kXi];
   for (int oc = 0; oc < g.out_c; ++oc) {
     for (int ic = 0; ic < g.in_c; ++ic) {
-      const float* w = weight + (static_cast<size_t>(oc) * g.in_c + ic) * 9;
-      double gw[kAlpha][3];  // G * w
-      for (int i = 0; i < kAlpha; ++i) {
-        for (int c = 0; c < 3; ++c) gw[i][c] = kG[i][0] * w[c] + kG[i][1] * w[3 + c] + kG[i][2] * w[6 + c];
-      }
-      for (int i = 0; i < kAlpha; ++i) {
-        for (int j = 0; j < kAlpha; ++j) {
-          const double u = gw[i][0] * kG[j][0] + gw[i][1] * kG[j][1] + gw[i][2] * kG[j][2];
-          const size_t xi = static_cast<size_t>(i) * kAlpha + j;
-          packed[((xi * p.panels + oc / kMr) * g.in_c + ic) * kMr + oc % kMr] = static_cast<float>(u);
-        }
+      winograd43_weight_transform(weight + (static_cast<size_t>(oc) * g.in_c + ic) * 9, u);
+      for (size_t xi = 0; xi < size_t(kXi); ++xi) {
+        packed[((xi * p.panels + oc / kMr) * g.in_c + ic) * kMr + oc % kMr] = u[xi];
       }
     }
   }

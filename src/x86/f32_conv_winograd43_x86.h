@@ -39,6 +39,7 @@
 #include <cstring>
 
 #include "kernels/conv_kernels.h"
+#include "kernels/winograd43_weights.h"
 #include "x86/f32_gemm_x86.h"
 
 KESTREL_X86_NS_BEGIN
@@ -269,24 +270,14 @@ size_t packed_floats(const ConvGeometry& g) {
 
 template <class V, int MR, int NV>
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
-  static const double kG[kAlpha][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                       {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
   const Plan<V, MR, NV> p(g);
   std::fill(packed, packed + packed_floats<V, MR, NV>(g), 0.f);
+  float u[kXi];
   for (int oc = 0; oc < g.out_c; ++oc) {
     for (int ic = 0; ic < g.in_c; ++ic) {
-      const float* w = weight + (static_cast<size_t>(oc) * g.in_c + ic) * 9;
-      double gw[kAlpha][3];  // G * w
-      for (int i = 0; i < kAlpha; ++i) {
-        for (int c = 0; c < 3; ++c) gw[i][c] = kG[i][0] * w[c] + kG[i][1] * w[3 + c] + kG[i][2] * w[6 + c];
-      }
-      for (int i = 0; i < kAlpha; ++i) {
-        for (int j = 0; j < kAlpha; ++j) {
-          const double val = gw[i][0] * kG[j][0] + gw[i][1] * kG[j][1] + gw[i][2] * kG[j][2];
-          const size_t xi = static_cast<size_t>(i) * kAlpha + j;
-          packed[((static_cast<size_t>(oc / MR) * kXi + xi) * g.in_c + ic) * MR + oc % MR] = static_cast<float>(val);
-        }
+      winograd43_weight_transform(weight + (static_cast<size_t>(oc) * g.in_c + ic) * 9, u);
+      for (size_t xi = 0; xi < size_t(kXi); ++xi) {
+        packed[((static_cast<size_t>(oc / MR) * kXi + xi) * g.in_c + ic) * MR + oc % MR] = u[xi];
       }
     }
   }

@@ -1,0 +1,13 @@
+// The weight side of Winograd F(4x4, 3x3), shared by the NEON and x86 kernels: one
+// 3x3 kernel to its 6x6 transform U = G g G^T (Lavin & Gray 2016), computed in double
+// once at Net load so that packing adds no rounding beyond the final float.
+#pragma once
+
+namespace kestrel::kernels {
+
+constexpr int kWinograd43Alpha = 6;  // transform tile side: 4 outputs + 3 taps - 1
+
+// u[i * 6 + j] = (G g G^T)[i][j] for the row-major 3x3 kernel g.
+void winograd43_weight_transform(const float g[9], float u[kWinograd43Alpha * kWinograd43Alpha]);
+
+}  // namespace kestrel::kernels
