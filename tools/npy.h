@@ -1,5 +1,5 @@
-// Minimal NumPy .npy reader for little-endian float32 C-order arrays (what
-// tests/torch/gen_cases.py writes).
+// Minimal NumPy .npy reader and writer for little-endian float32 C-order arrays (what
+// tests/torch/gen_cases.py writes, what kestrel-run --output writes).
 #pragma once
 #include <cstdint>
 #include <fstream>
@@ -47,6 +47,35 @@ inline std::string read_npy(const std::string& path, NpyArray* out) {
   if (count && !f.read(reinterpret_cast<char*>(out->data.data()), static_cast<std::streamsize>(count * 4))) {
     return path + ": truncated data";
   }
+  return std::string();
+}
+
+// Writes `data` (the product of `shape` floats, little-endian hosts) as a version 1.0
+// .npy file. Returns an empty string on success, else what went wrong.
+inline std::string write_npy(const std::string& path, const std::vector<int>& shape, const float* data) {
+  size_t count = 1;
+  std::string dims;
+  for (int d : shape) {
+    if (d < 0) return path + ": negative dimension";
+    count *= static_cast<size_t>(d);
+    dims += std::to_string(d) + ",";
+  }
+  if (shape.size() > 1) dims.pop_back();  // (5,) keeps its comma, (2, 3) does not
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64 bytes.
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  if (header.size() > 0xffff) return path + ": too many dimensions";
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return "cannot create " + path;
+  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                static_cast<unsigned char>(header.size() >> 8)};
+  f.write("\x93NUMPY\x01\x00", 8);
+  f.write(reinterpret_cast<const char*>(len), 2);
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  if (count) f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(float)));
+  f.close();
+  if (!f) return "cannot write " + path;
   return std::string();
 }
 

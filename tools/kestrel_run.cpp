@@ -1,0 +1,476 @@
+// kestrel-run: images in, answers out. Classifies images or detects objects with a .kst
+// model, with the preprocessing taken from the model's metadata; runs raw tensors from
+// and to .npy files.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kestrel/image.h"
+#include "kestrel/net.h"
+#include "npy.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: kestrel-run MODEL.kst [IMAGE...] [--top K] [--threads N] [--labels FILE]\n"
+    "                   [--size WxH] [--mean a,b,c] [--norm a,b,c] [--order rgb|bgr|gray]\n"
+    "                   [--task classify|detect] [--threshold T] [--draw OUT.jpg]\n"
+    "                   [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...]\n"
+    "Each IMAGE (JPEG, PNG, BMP) is resized (bilinear) to the input size, converted to the\n"
+    "channel order, and (x - mean) * norm is fed to the model's first input. Defaults come\n"
+    "from the model's metadata: input_size (\"WxH\", else the model's input shape), mean,\n"
+    "norm (\"a,b,c\" or one value), channel_order (rgb|bgr|gray, else bgr as Caffe),\n"
+    "labels (one per line, or comma-separated on one line), task (classify|detect);\n"
+    "--labels FILE (one label per line) and the flags override them.\n"
+    "classify prints the top K (default 5) outputs as 'label  score'; detect (SSD\n"
+    "DetectionOutput rows label,score,x0,y0,x1,y1) prints boxes with a score >= T\n"
+    "(default 0.5) in image pixels; --draw writes the image with the answer drawn.\n"
+    "--input feeds inputs from .npy files (then an image is optional); --output writes a\n"
+    "blob to .npy (one image at most). Exit: 0 ok, 1 run-time error, 2 bad command line.\n";
+
+struct Args {
+  std::string model;
+  std::vector<std::string> images;
+  int top = 5;
+  int threads = 1;
+  std::string labels_file, draw, order, task;
+  int size_w = 0, size_h = 0;
+  std::vector<float> mean, norm;
+  bool has_mean = false, has_norm = false, has_threshold = false;
+  float threshold = 0.5f;
+  std::vector<std::pair<std::string, std::string>> inputs, outputs;
+};
+
+int usage_error(const std::string& why) {
+  std::fprintf(stderr, "kestrel-run: %s\n(kestrel-run --help for usage)\n", why.c_str());
+  return 2;
+}
+
+int fail(const std::string& why) {
+  std::fprintf(stderr, "kestrel-run: %s\n", why.c_str());
+  return 1;
+}
+
+bool parse_int(const std::string& v, int lo, int* out) {
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::atoi(v.c_str());
+  return *out >= lo;
+}
+
+bool parse_float(const std::string& v, float* out) {
+  char* end = nullptr;
+  const float f = std::strtof(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(f)) return false;
+  *out = f;
+  return true;
+}
+
+bool parse_floats(const std::string& v, std::vector<float>* out) {
+  std::vector<float> r;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    float f;
+    if (!parse_float(item, &f)) return false;
+    r.push_back(f);
+  }
+  if (r.empty() || (!v.empty() && v.back() == ',')) return false;
+  *out = r;
+  return true;
+}
+
+// "WxH" (224x224); a single number N means NxN.
+bool parse_size(const std::string& v, int* w, int* h) {
+  const size_t x = v.find_first_of("xX");
+  if (x == std::string::npos) return parse_int(v, 1, w) && parse_int(v, 1, h);
+  return parse_int(v.substr(0, x), 1, w) && parse_int(v.substr(x + 1), 1, h);
+}
+
+bool parse_pair(const std::string& v, std::vector<std::pair<std::string, std::string>>* out) {
+  const size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return false;
+  out->emplace_back(v.substr(0, eq), v.substr(eq + 1));
+  return true;
+}
+
+// Returns 0 when parsed, else the exit code (help: 0 after printing, errors: 2).
+int parse(int argc, char** argv, Args* a, bool* help) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    if (f == "--help" || f == "-h") {
+      *help = true;
+      return 0;
+    }
+    if (f.size() < 2 || f[0] != '-') {
+      (a->model.empty() ? a->model : a->images.emplace_back()) = f;
+      continue;
+    }
+    static const char* kFlags[] = {"--top",   "--threads", "--labels", "--size", "--mean",  "--norm",
+                                   "--order", "--task",    "--threshold", "--draw", "--input", "--output"};
+    if (std::find(std::begin(kFlags), std::end(kFlags), f) == std::end(kFlags)) {
+      return usage_error("unknown option '" + f + "'");
+    }
+    if (i + 1 >= argc) return usage_error(f + " needs a value");
+    const std::string v = argv[++i];
+    bool ok = true;
+    if (f == "--top") {
+      ok = parse_int(v, 1, &a->top);
+    } else if (f == "--threads") {
+      ok = parse_int(v, 1, &a->threads);
+    } else if (f == "--labels") {
+      a->labels_file = v;
+    } else if (f == "--size") {
+      ok = parse_size(v, &a->size_w, &a->size_h);
+    } else if (f == "--mean") {
+      ok = a->has_mean = parse_floats(v, &a->mean);
+    } else if (f == "--norm") {
+      ok = a->has_norm = parse_floats(v, &a->norm);
+    } else if (f == "--order") {
+      ok = v == "rgb" || v == "bgr" || v == "gray";
+      a->order = v;
+    } else if (f == "--task") {
+      ok = v == "classify" || v == "detect";
+      a->task = v;
+    } else if (f == "--threshold") {
+      ok = a->has_threshold = parse_float(v, &a->threshold);
+    } else if (f == "--draw") {
+      a->draw = v;
+    } else if (f == "--input") {
+      ok = parse_pair(v, &a->inputs);
+    } else {
+      ok = parse_pair(v, &a->outputs);
+    }
+    if (!ok) return usage_error("bad value '" + v + "' for " + f);
+  }
+  if (a->model.empty()) return usage_error("no model given");
+  if (a->images.empty() && a->inputs.empty()) return usage_error("no image and no --input given");
+  if (a->images.size() > 1 && (!a->outputs.empty() || !a->draw.empty())) {
+    return usage_error("--output and --draw take one image, " + std::to_string(a->images.size()) + " given");
+  }
+  if (!a->draw.empty() && a->images.empty()) return usage_error("--draw needs an image");
+  return 0;
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  std::string t = s.substr(b, e - b + 1);
+  // Label files written as Python string lists quote each line.
+  if (t.size() >= 2 && (t[0] == '\'' || t[0] == '"') && t.back() == t[0]) t = t.substr(1, t.size() - 2);
+  return t;
+}
+
+// One label per line; text without a newline is taken as comma-separated.
+std::vector<std::string> split_labels(const std::string& text) {
+  std::vector<std::string> labels;
+  const char sep = text.find('\n') != std::string::npos ? '\n' : ',';
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep)) labels.push_back(trim(item));
+  while (!labels.empty() && labels.back().empty()) labels.pop_back();
+  return labels;
+}
+
+std::string label_of(const std::vector<std::string>& labels, int i) {
+  if (i >= 0 && static_cast<size_t>(i) < labels.size() && !labels[i].empty()) {
+    return std::to_string(i) + " " + labels[i];
+  }
+  return std::to_string(i);
+}
+
+// The values of `m` in [c][d][h][w] order without channel padding or packing.
+std::vector<float> flatten(const kestrel::Mat& packed, std::vector<int>* shape) {
+  const kestrel::Mat m = packed.elempack == 1 ? packed : kestrel::convert_packing(packed, 1);
+  std::vector<float> v;
+  if (m.empty()) return v;
+  const size_t plane = static_cast<size_t>(m.w) * m.h * m.d;
+  for (int q = 0; q < m.c; ++q) v.insert(v.end(), m.channel(q), m.channel(q) + plane);
+  switch (m.dims) {
+    case 1: *shape = {m.w}; break;
+    case 2: *shape = {m.h, m.w}; break;
+    case 3: *shape = {m.c, m.h, m.w}; break;
+    default: *shape = {m.c, m.d, m.h, m.w}; break;
+  }
+  return v;
+}
+
+class Runner {
+ public:
+  explicit Runner(const Args& a) : a_(a) {}
+
+  int setup();
+  int run(const std::string& image);  // "" = inputs from .npy only
+
+ private:
+  int configure_preprocessing();
+  int classify(const std::vector<float>& out, kestrel::Image* img);
+  int detect(const kestrel::Mat& out, int img_w, int img_h, kestrel::Image* img);
+
+  Args a_;
+  kestrel::Net net_;
+  std::optional<kestrel::Extractor> ex_;  // one for all images: later runs are warm
+  std::string input_;  // the input an image feeds
+  kestrel::Shape shape_;
+  int width_ = 0, height_ = 0;
+  std::vector<float> mean_, norm_;
+  std::string order_, task_;
+  std::vector<std::string> labels_;
+  std::map<std::string, kestrel::Mat> npy_inputs_;
+  std::vector<std::vector<float>> npy_data_;
+};
+
+int Runner::setup() {
+  net_.option().num_threads = a_.threads;
+  kestrel::Status s = net_.load(a_.model);
+  if (!s.ok()) return fail(s.message());
+  for (const auto& [name, path] : a_.inputs) {
+    kestrel::Shape shape;
+    s = net_.input_shape(name, &shape);
+    if (!s.ok()) return fail("--input " + name + ": " + s.message());
+    kt::NpyArray arr;
+    const std::string why = kt::read_npy(path, &arr);
+    if (!why.empty()) return fail("--input " + name + ": " + why);
+    if (arr.data.size() != shape.total()) {
+      return fail("--input " + name + ": " + path + " holds " + std::to_string(arr.data.size()) +
+                  " values, the input takes " + std::to_string(shape.total()));
+    }
+    kestrel::Mat m;
+    if (!m.create(shape)) return fail("out of memory for input " + name);
+    const size_t plane = static_cast<size_t>(m.w) * m.h * m.d;
+    for (int q = 0; q < m.c; ++q) std::copy_n(arr.data.data() + q * plane, plane, m.channel(q));
+    npy_inputs_[name] = m;
+  }
+  for (const std::string& name : net_.input_names()) {
+    if (!npy_inputs_.count(name) && input_.empty()) input_ = name;
+  }
+  if (a_.images.empty() && !input_.empty()) return fail("input '" + input_ + "' is not given (--input or an image)");
+  if (!a_.images.empty() && input_.empty()) return fail("every input is given by --input; no input left for the image");
+  if (!a_.labels_file.empty()) {
+    std::ifstream f(a_.labels_file);
+    std::stringstream text;
+    if (f.is_open()) text << f.rdbuf();
+    if (!f.is_open() || f.bad()) return fail("cannot read the labels file '" + a_.labels_file + "'");
+    labels_ = split_labels(text.str());
+  } else {
+    labels_ = split_labels(net_.metadata("labels"));
+  }
+  return configure_preprocessing();
+}
+
+int Runner::configure_preprocessing() {
+  task_ = a_.task;
+  if (task_.empty()) {
+    const std::string t = net_.metadata("task");
+    task_ = t == "detection" || t == "detect" ? "detect" : "classify";
+  }
+  if (input_.empty()) return 0;
+  kestrel::Status s = net_.input_shape(input_, &shape_);
+  if (!s.ok()) return fail(s.message());
+  width_ = a_.size_w;
+  height_ = a_.size_h;
+  const std::string meta_size = net_.metadata("input_size");
+  if (width_ == 0 && !meta_size.empty() && !parse_size(meta_size, &width_, &height_)) {
+    return fail("model metadata input_size='" + meta_size + "' is not WxH");
+  }
+  if (width_ == 0) {
+    width_ = shape_.w;
+    height_ = shape_.h;
+  }
+  if (shape_.dims != 3 || (shape_.c != 1 && shape_.c != 3)) {
+    return fail("input '" + input_ + "' is not an image input of 1 or 3 channels; use --input NAME=FILE.npy");
+  }
+  if (width_ != shape_.w || height_ != shape_.h) {
+    net_.set_input_shape(input_, kestrel::Shape::make3(width_, height_, shape_.c));
+    s = net_.load(a_.model);
+    if (!s.ok()) return fail("input size " + std::to_string(width_) + "x" + std::to_string(height_) + ": " + s.message());
+    shape_ = kestrel::Shape::make3(width_, height_, shape_.c);
+  }
+  order_ = !a_.order.empty() ? a_.order : net_.metadata("channel_order");
+  if (order_.empty()) order_ = shape_.c == 1 ? "gray" : "bgr";
+  if (order_ != "rgb" && order_ != "bgr" && order_ != "gray") {
+    return fail("model metadata channel_order='" + order_ + "' is not rgb, bgr or gray");
+  }
+  if ((order_ == "gray") != (shape_.c == 1)) {
+    return fail("input '" + input_ + "' has " + std::to_string(shape_.c) + " channels; order " + order_ + " gives " +
+                (order_ == "gray" ? "1" : "3"));
+  }
+  const auto values = [&](const char* key, bool given, const std::vector<float>& flag, float none,
+                          std::vector<float>* out) {
+    std::vector<float> v = flag;
+    const std::string meta = net_.metadata(key);
+    if (!given && !meta.empty() && !parse_floats(meta, &v)) {
+      return fail(std::string("model metadata ") + key + "='" + meta + "' is not a list of numbers");
+    }
+    if (v.empty()) v.assign(1, none);
+    if (v.size() == 1) v.assign(shape_.c, v[0]);
+    if (v.size() != static_cast<size_t>(shape_.c)) {
+      return fail(std::string(key) + " has " + std::to_string(v.size()) + " values; the input has " +
+                  std::to_string(shape_.c) + " channels");
+    }
+    *out = v;
+    return 0;
+  };
+  if (int rc = values("mean", a_.has_mean, a_.mean, 0.f, &mean_)) return rc;
+  return values("norm", a_.has_norm, a_.norm, 1.f, &norm_);
+}
+
+std::string joined(const std::vector<float>& v) {
+  std::string s;
+  char buf[32];
+  for (float f : v) {
+    std::snprintf(buf, sizeof buf, "%s%g", s.empty() ? "" : ",", f);
+    s += buf;
+  }
+  return s;
+}
+
+int Runner::run(const std::string& path) {
+  if (!ex_) ex_.emplace(net_.create_extractor());
+  kestrel::Extractor& ex = *ex_;
+  kestrel::Image img;
+  kestrel::Mat in;
+  if (!path.empty()) {
+    kestrel::Status s = kestrel::load_image(path, &img);
+    if (!s.ok()) return fail(s.message());
+    if (img.channels == 1 && order_ != "gray") {
+      return fail(path + " is a grayscale image but the model takes " + order_ +
+                  " colour input; convert the image to colour, or pass --order gray to a 1-channel model");
+    }
+    const kestrel::PixelType dst = order_ == "rgb"   ? kestrel::PixelType::kRGB
+                                   : order_ == "bgr" ? kestrel::PixelType::kBGR
+                                                     : kestrel::PixelType::kGray;
+    s = kestrel::from_image_resize(img, dst, width_, height_, &in);
+    if (!s.ok()) return fail(path + ": " + s.message());
+    kestrel::substract_mean_normalize(in, mean_.data(), norm_.data());
+    std::printf("image    %s (%dx%d, %d channel%s) -> %s %dx%d %s, mean %s, norm %s\n", path.c_str(), img.w, img.h,
+                img.channels, img.channels == 1 ? "" : "s", input_.c_str(), width_, height_, order_.c_str(),
+                joined(mean_).c_str(), joined(norm_).c_str());
+  }
+  const std::vector<std::string> out_names = net_.output_names();
+  if (out_names.empty()) return fail("the model declares no output");
+  kestrel::Mat out;
+  const auto t0 = std::chrono::steady_clock::now();
+  kestrel::Status s;
+  for (const auto& [name, m] : npy_inputs_) {
+    if (s.ok()) s = ex.input(name, m);
+  }
+  if (s.ok() && !in.empty()) s = ex.input(input_, in);
+  if (s.ok()) s = ex.extract(out_names[0], out);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.ok()) return fail(s.message());
+  for (const auto& [name, file] : a_.outputs) {
+    kestrel::Mat m;
+    s = ex.extract(name, m);
+    if (!s.ok()) return fail("--output " + name + ": " + s.message());
+    std::vector<int> shape;
+    const std::vector<float> v = flatten(m, &shape);
+    const std::string why = kt::write_npy(file, shape, v.data());
+    if (!why.empty()) return fail("--output " + name + ": " + why);
+    std::printf("output   %s -> %s\n", name.c_str(), file.c_str());
+  }
+  std::printf("latency  %.2f ms (%s, %d thread%s)\n", ms, out_names[0].c_str(), a_.threads,
+              a_.threads == 1 ? "" : "s");
+  kestrel::Image* canvas = a_.draw.empty() ? nullptr : &img;
+  int rc = 0;
+  if (task_ == "detect") {
+    rc = detect(out, path.empty() ? width_ : img.w, path.empty() ? height_ : img.h, canvas);
+  } else {
+    std::vector<int> shape;
+    rc = classify(flatten(out, &shape), canvas);
+  }
+  if (rc == 0 && canvas) {
+    s = kestrel::save_image(a_.draw, *canvas);
+    if (!s.ok()) return fail(s.message());
+    std::printf("drawn    %s\n", a_.draw.c_str());
+  }
+  return rc;
+}
+
+const kestrel::Color kBoxColors[] = {{230, 25, 75}, {60, 180, 75}, {255, 225, 25}, {0, 130, 200},
+                                     {245, 130, 48}, {145, 30, 180}, {70, 240, 240}, {240, 50, 230}};
+
+// Text with a dark backing box so that it reads on any image; above (x, y) when it
+// fits there, so that it does not hide the box's contents.
+void draw_label(kestrel::Image& img, int x, int y, const std::string& text, kestrel::Color color) {
+  const int scale = std::max(1, std::min(img.w, img.h) / 250);
+  int tw = 0, th = 0;
+  kestrel::text_size(text, scale, &tw, &th);
+  if (y - th - scale >= 0) y -= th + scale;
+  kestrel::draw_rectangle(img, x, y, x + tw + 2 * scale, y + th + scale, kestrel::Color{0, 0, 0}, 0);
+  kestrel::draw_text(img, x + scale, y + scale, text, color, scale);
+}
+
+int Runner::classify(const std::vector<float>& out, kestrel::Image* img) {
+  std::vector<int> idx(out.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  const size_t k = std::min(idx.size(), static_cast<size_t>(a_.top));
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int x, int y) {
+    return out[x] > out[y] || (out[x] == out[y] && x < y);
+  });
+  for (size_t i = 0; i < k; ++i) std::printf("  %-48s %.6f\n", label_of(labels_, idx[i]).c_str(), out[idx[i]]);
+  if (img && k > 0) {
+    char score[32];
+    std::snprintf(score, sizeof score, " %.3f", out[idx[0]]);
+    draw_label(*img, 0, 0, label_of(labels_, idx[0]) + score, kestrel::Color{255, 255, 255});
+  }
+  return 0;
+}
+
+int Runner::detect(const kestrel::Mat& out, int img_w, int img_h, kestrel::Image* img) {
+  if (out.dims != 2 || out.w != 6 || out.elempack != 1) {
+    return fail("--task detect expects rows of 6 values (label, score, x0, y0, x1, y1) from output '" +
+                net_.output_names()[0] + "'");
+  }
+  int shown = 0;
+  for (int i = 0; i < out.h; ++i) {
+    const float* r = out.row(i);
+    if (r[1] < a_.threshold) continue;
+    const auto px = [](float v, int size) {
+      return static_cast<int>(std::lround(std::min(std::max(v, 0.f), 1.f) * static_cast<float>(size - 1)));
+    };
+    const int label = static_cast<int>(r[0]);
+    const int x0 = px(r[2], img_w), y0 = px(r[3], img_h), x1 = px(r[4], img_w), y1 = px(r[5], img_h);
+    std::printf("  %-32s %.6f  box %d %d %d %d\n", label_of(labels_, label).c_str(), r[1], x0, y0, x1, y1);
+    ++shown;
+    if (img) {
+      const kestrel::Color c = kBoxColors[static_cast<unsigned>(label) % 8];
+      kestrel::draw_rectangle(*img, x0, y0, x1, y1, c, std::max(2, std::min(img->w, img->h) / 150));
+      char score[32];
+      std::snprintf(score, sizeof score, " %.2f", r[1]);
+      draw_label(*img, x0, y0, label_of(labels_, label) + score, c);
+    }
+  }
+  std::printf("  %d detection%s with score >= %g (of %d)\n", shown, shown == 1 ? "" : "s", a_.threshold, out.h);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  bool help = false;
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (int rc = parse(argc, argv, &a, &help)) return rc;
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  Runner r(a);
+  if (int rc = r.setup()) return rc;
+  int rc = 0;
+  for (const std::string& image : a.images) rc = std::max(rc, r.run(image));
+  if (a.images.empty()) rc = r.run("");
+  return rc;
+}
