@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: the Release build's full ctest suite, then an AddressSanitizer +
 # UndefinedBehaviorSanitizer build of the suites that take untrusted input, own memory
-# or index tensors (bad_input, mat, format, memory, extractor, layers, threads, torch)
-# and the converter suites (optimizer, caffe_import, caffe), which parse untrusted files;
+# or index tensors (bad_input, mat, format, memory, extractor, layers, threads, torch,
+# image) and the converter suites (optimizer, caffe_import, caffe), which parse
+# untrusted files;
 # then the aarch64 build (NEON kernels) cross-compiled and run under qemu-aarch64.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKESTREL_SANITIZE=ad
   -DKESTREL_BUILD_TOOLS=OFF >/dev/null
 cmake --build build/asan -j"$JOBS" --target kestrel_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build/asan -j"$JOBS" --output-on-failure -R '^(bad_input|mat|format|memory|extractor|layers|kernels|networks|threads|torch|optimizer|caffe_import|caffe)$'
+  ctest --test-dir build/asan -j"$JOBS" --output-on-failure -R '^(bad_input|mat|format|memory|extractor|layers|kernels|networks|threads|torch|optimizer|caffe_import|caffe|image)$'
 
 echo "== aarch64 (NEON) cross build, tests under qemu-aarch64"
 # The runtime and its kernel, layer and whole-network suites; the converters are host
