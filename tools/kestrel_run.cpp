@@ -32,7 +32,8 @@ const char* kUsage =
     "--labels FILE (one label per line) and the flags override them.\n"
     "classify prints the top K (default 5) outputs as 'label  score'; detect (SSD\n"
     "DetectionOutput rows label,score,x0,y0,x1,y1) prints boxes with a score >= T\n"
-    "(default 0.5) in image pixels; --draw writes the image with the answer drawn.\n"
+    "(default 0.5) in image pixels, the first K of them when --top is given; --draw\n"
+    "writes the image with the answer drawn.\n"
     "--input feeds inputs from .npy files (then an image is optional); --output writes a\n"
     "blob to .npy (one image at most). Exit: 0 ok, 1 run-time error, 2 bad command line.\n";
 
@@ -44,7 +45,7 @@ struct Args {
   std::string labels_file, draw, order, task;
   int size_w = 0, size_h = 0;
   std::vector<float> mean, norm;
-  bool has_mean = false, has_norm = false, has_threshold = false;
+  bool has_mean = false, has_norm = false, has_threshold = false, has_top = false;
   float threshold = 0.5f;
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
 };
@@ -122,7 +123,7 @@ int parse(int argc, char** argv, Args* a, bool* help) {
     const std::string v = argv[++i];
     bool ok = true;
     if (f == "--top") {
-      ok = parse_int(v, 1, &a->top);
+      ok = a->has_top = parse_int(v, 1, &a->top);
     } else if (f == "--threads") {
       ok = parse_int(v, 1, &a->threads);
     } else if (f == "--labels") {
@@ -430,10 +431,13 @@ int Runner::detect(const kestrel::Mat& out, int img_w, int img_h, kestrel::Image
     return fail("--task detect expects rows of 6 values (label, score, x0, y0, x1, y1) from output '" +
                 net_.output_names()[0] + "'");
   }
-  int shown = 0;
+  int shown = 0, passed = 0;
   for (int i = 0; i < out.h; ++i) {
     const float* r = out.row(i);
     if (r[1] < a_.threshold) continue;
+    ++passed;
+    // DetectionOutput sorts rows by score: the first K shown are the K best.
+    if (a_.has_top && shown >= a_.top) continue;
     const auto px = [](float v, int size) {
       return static_cast<int>(std::lround(std::min(std::max(v, 0.f), 1.f) * static_cast<float>(size - 1)));
     };
@@ -449,7 +453,9 @@ int Runner::detect(const kestrel::Mat& out, int img_w, int img_h, kestrel::Image
       draw_label(*img, x0, y0, label_of(labels_, label) + score, c);
     }
   }
-  std::printf("  %d detection%s with score >= %g (of %d)\n", shown, shown == 1 ? "" : "s", a_.threshold, out.h);
+  std::printf("  %d detection%s with score >= %g (of %d rows)", passed, passed == 1 ? "" : "s", a_.threshold, out.h);
+  if (shown < passed) std::printf(", the best %d shown", shown);
+  std::printf("\n");
   return 0;
 }
 

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 source tools/deps.sh
 # The layer cases take their expected outputs from PyTorch and OpenCV (Debian's).
 kestrel_install_deps python3 python3-torch python3-opencv python3-numpy python3-flatbuffers python3-protobuf python3-torchvision python3-onnx libonnx-dev libonnx-testdata \
+  dataset-fashion-mnist zlib1g-dev \
   g++-aarch64-linux-gnu qemu-user llvm
 JOBS=$(kestrel_jobs)
 

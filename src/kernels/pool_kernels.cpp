@@ -1,6 +1,7 @@
 #include "kernels/pool_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace kestrel::kernels {
@@ -10,7 +11,8 @@ float window_max(const float* src, int iw, const PoolWindow& wy, const PoolWindo
   float m = -std::numeric_limits<float>::infinity();
   for (int y = wy.begin; y < wy.end; ++y) {
     const float* row = src + static_cast<size_t>(y) * iw;
-    for (int x = wx.begin; x < wx.end; ++x) m = std::max(m, row[x]);
+    // NaN propagates (as in PyTorch): a NaN input must not turn into a plausible value.
+    for (int x = wx.begin; x < wx.end; ++x) m = (std::isnan(row[x]) || row[x] > m) ? row[x] : m;
   }
   return m;
 }

@@ -48,7 +48,8 @@ template <fb::ActivationType T>
 inline float apply(float x, float alpha, float beta) {
   using A = fb::ActivationType;
   if constexpr (T == A::ReLU) {
-    return x > 0.f ? x : 0.f;
+    // NaN propagates (as in PyTorch): x < 0 is false for NaN.
+    return x < 0.f ? 0.f : x;
   } else if constexpr (T == A::LeakyReLU) {
     return x > 0.f ? x : x * alpha;
   } else if constexpr (T == A::Clip) {

@@ -26,8 +26,9 @@ inline typename V::reg activate_v(typename V::reg x, const ActivationV<V>& p) {
   using R = typename V::reg;
   const R zero = V::zero(), one = V::set1(1.f);
   if constexpr (T == A::ReLU) {
-    // x > 0 ? x : 0, so a NaN becomes 0 as in the reference.
-    return V::select(V::gt(x, zero), x, zero);
+    // x < 0 ? 0 : x as in the reference: max(0, x) returns its second operand, x, when
+    // either is NaN, so NaN propagates.
+    return V::max(zero, x);
   } else if constexpr (T == A::LeakyReLU) {
     return V::select(V::gt(x, zero), x, V::mul(x, p.alpha));
   } else if constexpr (T == A::Clip) {

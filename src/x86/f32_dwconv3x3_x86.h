@@ -76,9 +76,10 @@ struct Act {
 template <class V, Epilogue E>
 inline KESTREL_DW3X3_INLINE typename V::T activate(typename V::T x, const Act<V>& a) {
   if constexpr (E == Epilogue::kRelu) {
-    return V::max(x, a.lo);
+    // x as the second operand: x86 max/min return it when either is NaN (NaN propagates).
+    return V::max(a.lo, x);
   } else if constexpr (E == Epilogue::kClip) {
-    return V::min(V::max(x, a.lo), a.hi);
+    return V::min(a.hi, V::max(a.lo, x));
   } else if constexpr (E == Epilogue::kLeaky) {
     return V::leaky(x, a.slope);
   } else {

@@ -44,9 +44,11 @@ struct Epilogue {
 
   KESTREL_X86_INLINE reg operator()(reg x) const {
     if constexpr (kAct == Act::kReLU) {
-      return V::max(x, V::zero());
+      // max/min return their second operand when either is NaN: x last keeps NaN, as
+      // the reference does.
+      return V::max(V::zero(), x);
     } else if constexpr (kAct == Act::kClip) {
-      return V::min(V::max(x, alpha), beta);
+      return V::min(beta, V::max(alpha, x));
     } else if constexpr (kAct == Act::kLeaky) {
       return V::select_pos(x, V::mul(x, alpha));
     } else {

@@ -22,12 +22,15 @@
 
 namespace kestrel::kernels::x86::KESTREL_X86_MISC_NS {
 
-// Max ignores NaN inputs like the reference's std::max(acc, x) = acc < x ? x : acc:
-// x86 max(x, acc) = x > acc ? x : acc returns acc when x is NaN (and on equal values).
+// Max propagates NaN as the reference does (a NaN input must not become a plausible
+// value): x86 max(x, acc) = x > acc ? x : acc keeps a NaN acc, and a NaN x is taken
+// explicitly.
 template <class V>
 struct MaxPoolV {
   static constexpr float kIdentity = -INFINITY;
-  static typename V::reg apply(typename V::reg acc, typename V::reg x) { return V::max(x, acc); }
+  static typename V::reg apply(typename V::reg acc, typename V::reg x) {
+    return V::select(V::is_nan(x), x, V::max(x, acc));
+  }
 };
 template <class V>
 struct SumPoolV {
@@ -214,6 +217,16 @@ struct PoolGlobalX86 {
     return Op::apply(Op::apply(a0, a1), Op::apply(a2, a3));
   }
 
+  // The lanes' max, NaN if any lane is NaN (the hardware reduction would drop it); once
+  // per channel, so scalar.
+  static float reduce_lanes_max(R acc) {
+    alignas(64) float lanes[W];
+    V::store(lanes, acc);
+    float m = lanes[0];
+    for (size_t i = 1; i < W; ++i) m = (std::isnan(lanes[i]) || lanes[i] > m) ? lanes[i] : m;
+    return m;
+  }
+
   static bool supports(const PoolGeometry& g) { return g.global && g.in_h >= 1 && g.in_w >= 1; }
 
   static size_t no_workspace(const PoolGeometry&) { return 0; }
@@ -226,10 +239,8 @@ struct PoolGlobalX86 {
 #pragma omp parallel for num_threads(ctx.num_threads)
     for (int q = 0; q < g.channels; ++q) {
       const float* p = in + q * in_cstep;
-      // The accumulators never hold a NaN (max ignores them), so the lane reduction
-      // is an ordinary max.
       out[q * out_cstep] =
-          avg ? V::reduce_add(reduce_plane<SumPoolV<V>>(p, n)) * inv_n : V::reduce_max(reduce_plane<MaxPoolV<V>>(p, n));
+          avg ? V::reduce_add(reduce_plane<SumPoolV<V>>(p, n)) * inv_n : reduce_lanes_max(reduce_plane<MaxPoolV<V>>(p, n));
     }
   }
 };
