@@ -23,8 +23,8 @@ inline float32x4_t activate_q(float32x4_t x, const ActivationQ& p) {
   using A = fb::ActivationType;
   const float32x4_t zero = vdupq_n_f32(0.f), one = vdupq_n_f32(1.f);
   if constexpr (T == A::ReLU) {
-    // x > 0 ? x : 0, so a NaN becomes 0 as in the reference (FMAX would keep it).
-    return vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(x, zero), vreinterpretq_u32_f32(x)));
+    // FMAX returns NaN when either operand is NaN: NaN propagates as in the reference.
+    return vmaxq_f32(x, zero);
   } else if constexpr (T == A::LeakyReLU) {
     return vbslq_f32(vcgtq_f32(x, zero), x, vmulq_f32(x, p.alpha));
   } else if constexpr (T == A::Clip) {

@@ -14,11 +14,11 @@
 
 namespace kestrel::kernels::arm {
 
-// Max ignores NaN inputs like the reference's std::max from -inf: FMAXNM returns
-// the number when one operand is a quiet NaN.
+// Max propagates NaN as the reference does (a NaN input must not become a plausible
+// value): FMAX returns NaN when either operand is NaN.
 struct MaxPoolQ {
   static constexpr float kIdentity = -INFINITY;
-  static float32x4_t apply(float32x4_t a, float32x4_t b) { return vmaxnmq_f32(a, b); }
+  static float32x4_t apply(float32x4_t a, float32x4_t b) { return vmaxq_f32(a, b); }
 };
 struct SumPoolQ {
   static constexpr float kIdentity = 0.f;

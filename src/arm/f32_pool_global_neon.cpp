@@ -29,9 +29,9 @@ float32x4_t reduce_plane(const float* p, size_t n, size_t* done) {
 
 float global_max(const float* p, size_t n) {
   size_t i = 0;
-  float m = vmaxnmvq_f32(reduce_plane<MaxPoolQ>(p, n, &i));
-  // fmax, like FMAXNM, ignores a NaN operand.
-  for (; i < n; ++i) m = std::fmax(m, p[i]);
+  // FMAXV, like FMAX, returns NaN if any lane is NaN; the tail keeps that rule.
+  float m = vmaxvq_f32(reduce_plane<MaxPoolQ>(p, n, &i));
+  for (; i < n; ++i) m = (std::isnan(p[i]) || p[i] > m) ? p[i] : m;
   return m;
 }
 
