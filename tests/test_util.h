@@ -11,6 +11,7 @@
 #include "kestrel/builder.h"
 #include "kestrel/model_zoo.h"
 #include "kestrel/net.h"
+#include "mat_util.h"
 
 namespace kt {
 
@@ -32,12 +33,7 @@ class CountingAllocator final : public kestrel::Allocator {
 inline kestrel::Mat random_mat(const kestrel::Shape& s, uint32_t seed) {
   kestrel::Mat m;
   REQUIRE(m.create(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (int q = 0; q < m.c; ++q) {
-    float* p = m.channel(q);
-    for (size_t i = 0; i < size_t(m.w) * m.h * m.d * m.elempack; ++i) p[i] = dist(rng);
-  }
+  kestrel_test::fill_uniform(m, seed);
   return m;
 }
 
@@ -47,15 +43,7 @@ inline kestrel::Mat random_input(const kestrel::Net& net, const std::string& nam
   return random_mat(s, seed);
 }
 
-// Bitwise equality of the real values (channel padding ignored).
-inline bool same_bits(const kestrel::Mat& a, const kestrel::Mat& b) {
-  if (a.shape() != b.shape()) return false;
-  const size_t plane = size_t(a.w) * a.h * a.d * a.elempack;
-  for (int q = 0; q < a.c; ++q) {
-    if (std::memcmp(a.channel(q), b.channel(q), plane * sizeof(float)) != 0) return false;
-  }
-  return true;
-}
+using kestrel_test::same_bits;
 
 inline kestrel::fb::LayerParamsUnion conv_params(int out, int kernel, int stride, int pad, bool relu) {
   kestrel::fb::ConvolutionParamT p;

@@ -44,23 +44,34 @@ class FirstError : public google::protobuf::io::ErrorCollector {
   std::string message_;
 };
 
-Status read_prototxt(const std::string& path, caffe::NetParameter* net) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status(ErrorCode::kNotFound, path + ": cannot open the prototxt");
-  std::stringstream text;
-  text << f.rdbuf();
-  if (f.bad()) return Status(ErrorCode::kIoError, path + ": read failed");
+Status parse_prototxt(const std::string& text, const std::string& path, caffe::NetParameter* net) {
   FirstError errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   // Forks add fields this schema does not know; they must not stop a conversion.
   parser.AllowUnknownField(true);
   parser.AllowUnknownExtension(true);
-  if (!parser.ParseFromString(text.str(), net)) {
+  if (!parser.ParseFromString(text, net)) {
     return Status(ErrorCode::kCorruptModel,
                   path + ":" + (errors.message().empty() ? std::string(" not a valid prototxt") : errors.message()));
   }
   return Status::Ok();
+}
+
+Status read_prototxt(const std::string& path, caffe::NetParameter* net) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(ErrorCode::kNotFound, path + ": cannot open the prototxt");
+  std::stringstream text;
+  text << f.rdbuf();
+  if (f.bad()) return Status(ErrorCode::kIoError, path + ": read failed");
+  return parse_prototxt(text.str(), path, net);
+}
+
+bool parse_caffemodel(google::protobuf::io::ZeroCopyInputStream* in, caffe::NetParameter* net) {
+  google::protobuf::io::CodedInputStream coded(in);
+  // The default 64 MiB limit is below many caffemodels (VGG-16 is 528 MiB).
+  coded.SetTotalBytesLimit(INT_MAX);
+  return net->ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
 }
 
 Status read_caffemodel(const std::string& path, caffe::NetParameter* net) {
@@ -69,10 +80,7 @@ Status read_caffemodel(const std::string& path, caffe::NetParameter* net) {
   bool ok = false;
   {
     google::protobuf::io::FileInputStream file(fd);
-    google::protobuf::io::CodedInputStream coded(&file);
-    // The default 64 MiB limit is below many caffemodels (VGG-16 is 528 MiB).
-    coded.SetTotalBytesLimit(INT_MAX);
-    ok = net->ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+    ok = parse_caffemodel(&file, net);
   }
   ::close(fd);
   if (!ok) return Status(ErrorCode::kCorruptModel, path + ": not a valid caffemodel (binary NetParameter)");
@@ -446,6 +454,26 @@ Status import_caffe(const std::string& prototxt_path, const std::string& caffemo
   if (!s.ok()) return s;
   Graph g;
   s = Importer(prototxt_path, options, &g).run(net, weights);
+  if (!s.ok()) return s;
+  *graph = std::move(g);
+  return Status::Ok();
+}
+
+Status import_caffe_bytes(const std::string& prototxt_text, const void* caffemodel, size_t caffemodel_size,
+                          const CaffeImportOptions& options, Graph* graph) {
+  const std::string name = "<prototxt>";
+  caffe::NetParameter net, weights;
+  Status s = parse_prototxt(prototxt_text, name, &net);
+  if (!s.ok()) return s;
+  if (caffemodel_size > static_cast<size_t>(INT_MAX)) return Status(ErrorCode::kUnsupported, "caffemodel over 2 GiB");
+  if (caffemodel_size > 0) {
+    google::protobuf::io::ArrayInputStream in(caffemodel, static_cast<int>(caffemodel_size));
+    if (!parse_caffemodel(&in, &weights)) {
+      return Status(ErrorCode::kCorruptModel, "<caffemodel>: not a valid caffemodel (binary NetParameter)");
+    }
+  }
+  Graph g;
+  s = Importer(name, options, &g).run(net, weights);
   if (!s.ok()) return s;
   *graph = std::move(g);
   return Status::Ok();

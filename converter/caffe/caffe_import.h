@@ -2,6 +2,7 @@
 // layer and unoptimized (BatchNorm, Scale and ReLU stay separate nodes; optimize()
 // folds them).
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,9 @@ struct CaffeImportOptions {
 // prototxt fields are ignored, unknown layer types are errors.
 Status import_caffe(const std::string& prototxt_path, const std::string& caffemodel_path,
                     const CaffeImportOptions& options, Graph* graph);
+// The same from memory (tests, fuzzing): the prototxt's text and the caffemodel's
+// bytes (size 0: no weights); messages call them <prototxt> and <caffemodel>.
+Status import_caffe_bytes(const std::string& prototxt_text, const void* caffemodel, size_t caffemodel_size,
+                          const CaffeImportOptions& options, Graph* graph);
 
 }  // namespace kestrel::convert

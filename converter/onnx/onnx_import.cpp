@@ -214,7 +214,8 @@ Status Importer::run(const onnx::ModelProto& model) {
     Status s = declare_input(v);
     if (!s.ok()) return s;
   }
-  for (const auto& [name, shape] : options_.input_shapes) {
+  for (const auto& entry : options_.input_shapes) {
+    const std::string& name = entry.first;  // clang 14 cannot capture a structured binding
     const bool found = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const GraphInput& i) { return i.name == name; });
     if (!found) return Status(ErrorCode::kInvalidArgument, "--input-shape names '" + name + "', not a model input");
   }

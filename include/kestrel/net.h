@@ -24,6 +24,7 @@ namespace kestrel {
 struct NetImpl;
 class ExtractorImpl;
 class Extractor;
+class CpuSet;  // kestrel/cpu.h
 
 // Feature-map memory of one Extractor. "Held" bytes are those obtained from the
 // system allocator and not yet returned (pool cache and plan arena included); "in
@@ -116,6 +117,15 @@ class Extractor {
 
   void set_light_mode(bool on);
   void set_num_threads(int n);
+  // Runs this Extractor's inferences on `cpus` (kestrel/cpu.h: CpuSet::of({4, 5}),
+  // cpu_set(PowerSave::kBig)): during extract() the calling thread and its OpenMP
+  // workers are pinned there with sched_setaffinity, and the calling thread gets its
+  // own mask back when extract() returns (the workers stay pinned; they serve only
+  // this calling thread). With num_threads 0 the thread count becomes cpus.count().
+  // An empty set turns pinning off. InvalidArgument naming the CPU if one is not
+  // online (the previous setting is kept); an extract() whose mask the kernel refuses
+  // (a cgroup cpuset, say) fails with InvalidArgument and the system's reason.
+  Status set_cpu_set(const CpuSet& cpus);
   // Changing the strategy drops cached memory (pool blocks, arena).
   void set_memory_strategy(MemoryStrategy s);
 

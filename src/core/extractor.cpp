@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/cpu_affinity.h"
 #include "core/extractor_impl.h"
 #include "core/guard.h"
 
@@ -24,9 +25,13 @@ std::string shape_string(const Shape& s) {
 
 ExtractorImpl::ExtractorImpl(std::shared_ptr<const NetImpl> net, const Option& opt)
     : net_(std::move(net)), opt_(opt) {
+  if (net_) size_for_net();
+  // Last: memory_ is a raw pointer, which would leak if a vector above threw.
   memory_ = new ExtractorMemory(opt_.allocator ? opt_.allocator : default_allocator(),
                                 opt_.memory == MemoryStrategy::kPool);
-  if (!net_) return;
+}
+
+void ExtractorImpl::size_for_net() {
   const size_t nblobs = net_->blob_names.size();
   size_t max_arity = 1;
   for (const NetLayer& L : net_->layers) max_arity = std::max({max_arity, L.bottoms.size(), L.tops.size()});
@@ -299,16 +304,28 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
 Status ExtractorImpl::run(const std::vector<int>& targets) {
   Status s = mark_needed(targets);
   if (!s.ok()) return s;
-  const int threads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  const int all_threads = cpus_.empty() ? omp_get_max_threads() : cpus_.count();
+  const int threads = opt_.num_threads > 0 ? opt_.num_threads : all_threads;
   if (!(s = ensure_scratch(threads)).ok()) return s;
-  for (int li : net_->order) {
-    if (!needed_[li]) continue;
-    s = run_layer(li, targets, threads);
-    if (!s.ok()) {
-      // Leave a clean state: the next extract recomputes from the inputs.
-      drop_computed();
-      return s;
+  detail::ScopedPin pin;
+  if (!cpus_.empty() && !(s = pin.pin(cpus_, threads)).ok()) return s;
+  try {
+    for (int li : net_->order) {
+      if (!needed_[li]) continue;
+      s = run_layer(li, targets, threads);
+      if (!s.ok()) {
+        // Leave a clean state: the next extract recomputes from the inputs.
+        drop_computed();
+        return s;
+      }
     }
+  } catch (...) {
+    // Building an error message can throw std::bad_alloc (the public wrapper turns it
+    // into a Status): leave the same clean state, with no half-built layer arguments.
+    bottoms_.clear();
+    tops_.clear();
+    drop_computed();
+    throw;
   }
   return Status::Ok();
 }
@@ -357,6 +374,16 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
   return Status::Ok();
 }
 
+Status ExtractorImpl::set_cpu_set(const CpuSet& cpus) {
+  if (cpus.empty()) {
+    cpus_ = cpus;
+    return Status::Ok();
+  }
+  Status s = detail::check_cpu_set(cpus);
+  if (s.ok()) cpus_ = cpus;
+  return s;
+}
+
 MemoryStats ExtractorImpl::memory_stats() const {
   MemoryStats st;
   const ExtractorMemory::Counters c = memory_->counters();
@@ -395,6 +422,10 @@ void Extractor::set_light_mode(bool on) {
 }
 void Extractor::set_num_threads(int n) {
   if (impl_) impl_->set_num_threads(n);
+}
+Status Extractor::set_cpu_set(const CpuSet& cpus) {
+  if (!impl_) return no_session();
+  return guarded("Extractor::set_cpu_set", [&] { return impl_->set_cpu_set(cpus); });
 }
 void Extractor::set_memory_strategy(MemoryStrategy s) {
   if (impl_) impl_->set_memory_strategy(s);

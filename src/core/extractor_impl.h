@@ -7,6 +7,7 @@
 
 #include "core/memory.h"
 #include "core/net_impl.h"
+#include "kestrel/cpu.h"
 #include "kestrel/net.h"
 
 namespace kestrel {
@@ -20,6 +21,7 @@ class ExtractorImpl {
 
   void set_light_mode(bool on) { opt_.light_mode = on; }
   void set_num_threads(int n) { opt_.num_threads = n; }
+  Status set_cpu_set(const CpuSet& cpus);
   void set_memory_strategy(MemoryStrategy s);
   void set_observer(std::function<void(const LayerEvent&)> f) { observer_ = std::move(f); }
   Status input(const std::string& name, const Mat& in);
@@ -28,6 +30,8 @@ class ExtractorImpl {
   void reset_memory_stats();
 
  private:
+  // Sizes the per-blob and per-layer state for net_ (constructor).
+  void size_for_net();
   Status check_loaded() const;
   // Marks the layers the targets need that have not run yet and counts, per blob, the
   // marked layers that read it. Fails if a needed input is not set.
@@ -69,6 +73,7 @@ class ExtractorImpl {
   std::vector<Mat> bottoms_;
   std::vector<Mat> tops_;
   std::function<void(const LayerEvent&)> observer_;
+  CpuSet cpus_;  // empty: not pinned
 };
 
 }  // namespace kestrel

@@ -30,4 +30,17 @@ Status guarded(const char* what, F&& body) noexcept {
   }
 }
 
+// For one step inside an API call: std::bad_alloc from `body` becomes kOutOfMemory
+// naming the step ("planning memory: out of memory") where guarded() alone could only
+// name the API call. If even that message cannot be made, the exception goes on to
+// the caller's guarded().
+template <typename F>
+Status oom_names(const char* what, F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kOutOfMemory, std::string(what) + ": out of memory");
+  }
+}
+
 }  // namespace kestrel

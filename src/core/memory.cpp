@@ -1,6 +1,7 @@
 #include "core/memory.h"
 
 #include <algorithm>
+#include <new>
 
 namespace kestrel {
 
@@ -24,8 +25,13 @@ void* ExtractorMemory::allocate(size_t size) {
       return best->ptr;
     }
   }
-  // Reserve first so that a failing bookkeeping allocation cannot lose a block.
-  blocks_.reserve(blocks_.size() + 1);
+  // Reserve first so that a failing bookkeeping allocation cannot lose a block; an
+  // Allocator reports failure with nullptr, never by throwing (mat.h).
+  try {
+    blocks_.reserve(blocks_.size() + 1);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
   void* p = upstream_->allocate(size);
   if (!p) return nullptr;
   blocks_.push_back({p, size, true});

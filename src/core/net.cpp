@@ -21,8 +21,13 @@ void Net::set_input_shape(const std::string& name, const Shape& shape) {
 
 Status Net::load(const std::string& path) {
   return guarded("Net::load", [&]() -> Status {
-    auto impl = std::make_unique<NetImpl>();
-    Status s = impl->buffer.map_file(path);
+    std::unique_ptr<NetImpl> impl;
+    Status s = oom_names("Net::load: allocating the model's state", [&] {
+      impl = std::make_unique<NetImpl>();
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    s = impl->buffer.map_file(path);
     if (!s.ok()) return s;
     std::shared_ptr<const NetImpl> built;
     s = build_net(std::move(impl), opt_, input_shapes_, &built);
@@ -34,8 +39,13 @@ Status Net::load(const std::string& path) {
 
 Status Net::load(const void* buffer, size_t size) {
   return guarded("Net::load", [&]() -> Status {
-    auto impl = std::make_unique<NetImpl>();
-    Status s = impl->buffer.from_memory(buffer, size);
+    std::unique_ptr<NetImpl> impl;
+    Status s = oom_names("Net::load: allocating the model's state", [&] {
+      impl = std::make_unique<NetImpl>();
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    s = impl->buffer.from_memory(buffer, size);
     if (!s.ok()) return s;
     std::shared_ptr<const NetImpl> built;
     s = build_net(std::move(impl), opt_, input_shapes_, &built);

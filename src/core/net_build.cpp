@@ -1,9 +1,11 @@
 // Net load: verify the untrusted bytes, check the graph, prepare layers, plan memory.
 #include <algorithm>
+#include <climits>
 #include <queue>
 #include <string>
 
 #include "core/checked_math.h"
+#include "core/guard.h"
 #include "core/net_impl.h"
 
 namespace kestrel {
@@ -48,6 +50,11 @@ Status read_shape(const flatbuffers::Vector<int32_t>* dims, Shape* shape) {
 Status check_blob_shape(const Shape& s, const std::string& blob) {
   if (!s.valid() || s.bytes() > kMaxBlobBytes) {
     return corrupt("blob '" + blob + "' has an invalid or oversized shape");
+  }
+  // Layers and kernels count a feature map's elements (and any product of its
+  // extents) in int: more floats than that is no real network either.
+  if (s.bytes() / sizeof(float) > static_cast<size_t>(INT_MAX)) {
+    return corrupt("blob '" + blob + "' has more than INT_MAX elements");
   }
   return Status::Ok();
 }
@@ -228,28 +235,38 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
     NetLayer& L = net.layers[li];
     const fb::Layer* fl = net.model->layers()->Get(static_cast<flatbuffers::uoffset_t>(li));
     const std::string what = "layer '" + L.name + "' (" + L.type + ")";
-    LayerCreator create = find_layer_creator(L.type);
-    if (!create) return Status(ErrorCode::kUnsupported, what + ": unknown layer type '" + L.type + "'");
-    L.impl = create();
-    LoadContext lc;
-    lc.layer = fl;
-    lc.kernels = opt.kernels;
-    if (fl->weights()) {
-      for (uint32_t w : *fl->weights()) lc.weights.push_back(weights[w]);
-    }
-    Status s = L.impl->load(lc);
-    if (!s.ok()) return s.with_context(what);
-    in_shapes.clear();
-    for (int b : L.bottoms) in_shapes.push_back(net.blob_shapes[b]);
-    out_shapes.assign(L.tops.size(), Shape{});
-    PrepareContext pc;
-    pc.kernels = opt.kernels;
-    s = L.impl->prepare(in_shapes, out_shapes, pc);
-    if (!s.ok()) return s.with_context(what);
-    for (size_t i = 0; i < L.tops.size(); ++i) {
-      s = check_blob_shape(out_shapes[i], net.blob_names[L.tops[i]]);
+    // A container or a layer's own vectors may throw std::bad_alloc: the message then
+    // names the layer and the step, as the layers' own kOutOfMemory errors do.
+    const char* step = "creating";
+    try {
+      LayerCreator create = find_layer_creator(L.type);
+      if (!create) return Status(ErrorCode::kUnsupported, what + ": unknown layer type '" + L.type + "'");
+      L.impl = create();
+      step = "loading parameters and weights";
+      LoadContext lc;
+      lc.layer = fl;
+      lc.kernels = opt.kernels;
+      if (fl->weights()) {
+        for (uint32_t w : *fl->weights()) lc.weights.push_back(weights[w]);
+      }
+      Status s = L.impl->load(lc);
       if (!s.ok()) return s.with_context(what);
-      net.blob_shapes[L.tops[i]] = out_shapes[i];
+      step = "preparing (shapes, kernel choice, packed weights)";
+      in_shapes.clear();
+      for (int b : L.bottoms) in_shapes.push_back(net.blob_shapes[b]);
+      out_shapes.assign(L.tops.size(), Shape{});
+      PrepareContext pc;
+      pc.kernels = opt.kernels;
+      s = L.impl->prepare(in_shapes, out_shapes, pc);
+      if (!s.ok()) return s.with_context(what);
+      step = "checking output shapes";
+      for (size_t i = 0; i < L.tops.size(); ++i) {
+        s = check_blob_shape(out_shapes[i], net.blob_names[L.tops[i]]);
+        if (!s.ok()) return s.with_context(what);
+        net.blob_shapes[L.tops[i]] = out_shapes[i];
+      }
+    } catch (const std::bad_alloc&) {
+      return Status(ErrorCode::kOutOfMemory, what + ": " + step + ": out of memory");
     }
     net.max_workspace_bytes = std::max(net.max_workspace_bytes, L.impl->workspace_bytes);
     net.max_workspace_per_thread_bytes =
@@ -374,18 +391,29 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
                                                std::to_string(kFormatVersion) + ")");
   }
   std::vector<WeightView> weights;
-  if (!(s = read_blobs(net)).ok()) return s;
-  if (!(s = override_input_shapes(net, input_shapes)).ok()) return s;
-  if (!(s = read_weights(net, &weights)).ok()) return s;
-  if (!(s = read_layers(net)).ok()) return s;
-  if (!(s = topological_order(net)).ok()) return s;
-  if (!(s = prepare_layers(net, weights, opt)).ok()) return s;
-  choose_inplace(net);
-  choose_concat_aliases(net);
-  plan_arena(net);
-  read_metadata(net);
-  *out = std::shared_ptr<const NetImpl>(std::move(impl));
-  return Status::Ok();
+  // Each step names itself if a container runs out of memory (prepare_layers names
+  // the layer too).
+  if (!(s = oom_names("reading blobs", [&] { return read_blobs(net); })).ok()) return s;
+  if (!(s = oom_names("setting input shapes", [&] { return override_input_shapes(net, input_shapes); })).ok()) {
+    return s;
+  }
+  if (!(s = oom_names("reading weights", [&] { return read_weights(net, &weights); })).ok()) return s;
+  if (!(s = oom_names("reading layers", [&] { return read_layers(net); })).ok()) return s;
+  if (!(s = oom_names("ordering layers", [&] { return topological_order(net); })).ok()) return s;
+  if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
+  s = oom_names("planning memory", [&] {
+    choose_inplace(net);
+    choose_concat_aliases(net);
+    plan_arena(net);
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  if (!(s = oom_names("reading metadata", [&] { read_metadata(net); return Status::Ok(); })).ok()) return s;
+  // The shared_ptr's control block is the last allocation; if it fails, impl still owns.
+  return oom_names("sharing the loaded Net", [&] {
+    *out = std::shared_ptr<const NetImpl>(std::move(impl));
+    return Status::Ok();
+  });
 }
 
 }  // namespace kestrel

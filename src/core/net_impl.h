@@ -2,6 +2,8 @@
 // Extractor needs (producers, consumers, execution order, in-place choices) and the
 // static memory plan. Immutable after build_net(); shared by Extractors.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,8 +18,9 @@
 namespace kestrel {
 
 constexpr uint32_t kFormatVersion = 1;
-// A feature map larger than this is taken as a corrupt shape, not a real network.
-constexpr size_t kMaxBlobBytes = size_t{1} << 40;
+// A feature map larger than this is taken as a corrupt shape, not a real network
+// (half the address space on 32-bit targets).
+constexpr size_t kMaxBlobBytes = static_cast<size_t>(std::min<uint64_t>(uint64_t{1} << 40, SIZE_MAX / 2));
 
 struct NetLayer {
   std::string name;
