@@ -196,6 +196,25 @@ std::vector<ConvGeometry> sweep() {
   for (int w : {63, 64, 65, 97, 130, 131, 161}) {
     for (int s = 1; s <= 2; ++s) add_dw(1 + w % 3, 3 + w % 4, w, s, w % 3, (w + s) % 3, (w / 2) % 3, (w + 1) % 3);
   }
+  // Stems read from padded input rows (x86 f32_conv_rows_*): 1 to 4 channels, 3x3 to
+  // 11x11, strides 1 and 2 (also unequal), paddings 0..k-1, rows narrower than a vector
+  // and rows of whole 48/24-pixel tiles plus a partial one (ResNet's 7x7/s2/pad 3).
+  for (int i = 0; i < 16; ++i) {
+    const int k = 3 + 2 * (i % 4), s = 1 + i / 4 % 2, ic = 1 + i % 4;
+    add_general(ic, 5 + 7 * i % 23, 4 + 13 * i % 61, 3 + 5 * i % 20, k, k, s, 1, 1, i % k, (i + 1) % k, i / 2 % k,
+                i / 3 % k);
+  }
+  add_general(3, 37, 101, 64, 7, 7, 2, 1, 1, 3, 3, 3, 3);
+  add_general(3, 24, 98, 32, 3, 3, 2, 1, 1, 1, 1, 1, 1);
+  add_general(4, 30, 50, 24, 11, 11, 2, 1, 1, 5, 5, 5, 5);
+  for (int sw = 1; sw <= 2; ++sw) {
+    add_general(2, 13, 53, 9, 5, 3, 1, 1, 1, 2, 1, 2, 1);
+    ConvGeometry& g = out.back();
+    g.sh = 3 - sw;
+    g.sw = sw;
+    g.out_h = out_extent(g.in_h, g.kh, g.sh, 1, 2, 2);
+    g.out_w = out_extent(g.in_w, g.kw, g.sw, 1, 1, 1);
+  }
   // 1x1 with long reductions and many x86 tiles (48 and 24 pixels): several tiles per
   // block, blocks of a single tile, a partial last tile read in place or subsampled.
   add_1x1(300, 17, 19, 37, 1, 1, ActivationType::ReLU);

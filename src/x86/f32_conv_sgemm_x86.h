@@ -192,7 +192,7 @@ struct PixelTiles {
   template <class Epi>
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
                                      size_t ldc, int mr, int nr, const float*, const Epi& epi) {
-    gemm::any_tile<V, MR, NV>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+    gemm::any_tile<V, MR, NV>(k, a, bias, gemm::StridedRows{b, ldb}, c, ldc, mr, nr, epi);
   }
 };
 

@@ -344,8 +344,8 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
         for (size_t o = 0; o < k * MR; o += 16) {
           _mm_prefetch(reinterpret_cast<const char*>(a + k * MR + o), _MM_HINT_T1);
         }
-        gemm::any_tile<V, MR, NV>(k, a, kZeros, v + xi * k * nr, nr, m + xi * MR * nr, nr, MR, static_cast<int>(nr),
-                                  raw);
+        gemm::any_tile<V, MR, NV>(k, a, kZeros, gemm::StridedRows{v + xi * k * nr, nr}, m + xi * MR * nr, nr, MR,
+                                  static_cast<int>(nr), raw);
       }
       const int mr = std::min(MR, g.out_c - panel * MR);
       for (int r = 0; r < mr; ++r) {

@@ -75,13 +75,28 @@ inline void with_epilogue(const ActivationSpec& act, Fn&& fn) {
   }
 }
 
+// Where row kk of B starts. StridedRows: b + kk * ldb (an im2col tile, or the input
+// itself for a 1x1 convolution). OffsetRows: base + off[kk], for B rows read straight
+// from padded input rows (f32_conv_rows_x86.h), with no im2col copy.
+struct StridedRows {
+  const float* b;
+  size_t ldb;
+  KESTREL_X86_INLINE const float* row() const { return b; }
+  KESTREL_X86_INLINE void next() { b += ldb; }
+};
+struct OffsetRows {
+  const float* base;
+  const ptrdiff_t* off;
+  KESTREL_X86_INLINE const float* row() const { return base + *off; }
+  KESTREL_X86_INLINE void next() { ++off; }
+};
+
 // One MR x (NV * W) tile: C rows r < mr, columns j < nr (nr > (NV - 1) * W) at
 // c + r * ldc + j. Not inlined, so that each tile shape gets its own register
 // allocation.
-template <class V, int MR, int NV, class Epi>
-__attribute__((noinline)) void tile(size_t k, const float* __restrict a, const float* __restrict bias,
-                                    const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr, int nr,
-                                    const Epi& epi) {
+template <class V, int MR, int NV, class Epi, class Rows>
+__attribute__((noinline)) void tile(size_t k, const float* __restrict a, const float* __restrict bias, Rows rows,
+                                    float* c, size_t ldc, int mr, int nr, const Epi& epi) {
   using R = typename V::reg;
   constexpr int W = V::kWidth;
   R acc[MR][NV];
@@ -91,13 +106,14 @@ __attribute__((noinline)) void tile(size_t k, const float* __restrict a, const f
   });
   for (size_t kk = 0; kk < k; ++kk) {
     R x[NV];
+    const float* __restrict b = rows.row();
     static_for<NV>([&](auto j) { x[j] = V::loadu(b + j * W); });
     static_for<MR>([&](auto i) {
       const R w = V::broadcast(a + i);
       static_for<NV>([&](auto j) { acc[i][j] = V::fmadd(w, x[j], acc[i][j]); });
     });
     a += MR;
-    b += ldb;
+    rows.next();
   }
   if (mr == MR && nr == NV * W) {
     static_for<MR>([&](auto i) {
@@ -123,16 +139,16 @@ __attribute__((noinline)) void tile(size_t k, const float* __restrict a, const f
 }
 
 // A tile of nr <= NV * W columns, with the fewest vectors that cover them.
-template <class V, int MR, int NV, class Epi>
-KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                 size_t ldc, int mr, int nr, const Epi& epi) {
+template <class V, int MR, int NV, class Epi, class Rows>
+KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, Rows rows, float* c, size_t ldc, int mr,
+                                 int nr, const Epi& epi) {
   if constexpr (NV > 1) {
     if (nr <= (NV - 1) * V::kWidth) {
-      any_tile<V, MR, NV - 1>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+      any_tile<V, MR, NV - 1>(k, a, bias, rows, c, ldc, mr, nr, epi);
       return;
     }
   }
-  tile<V, MR, NV>(k, a, bias, b, ldb, c, ldc, mr, nr, epi);
+  tile<V, MR, NV>(k, a, bias, rows, c, ldc, mr, nr, epi);
 }
 
 // The transposed tile, for maps with few pixels (7x7, 14x14), where pixel vectors

@@ -44,6 +44,8 @@ extern const ConvKernel kF32DwConv3x3Flat_Avx2;    // the plane flattened (f32_d
 
 // ---- Convolution (src/x86/f32_conv1x1_*, f32_conv_sgemm_*: f32_conv_sgemm_x86.h over
 // the f32_gemm_x86.h microkernel and x86_vec.h traits) ----
+extern const ConvKernel kF32ConvRows_8x48_Avx512;   // stems (in_c <= 4, 3x3..11x11, stride 1/2): from padded
+extern const ConvKernel kF32ConvRows_4x24_Avx2;     // input rows, no im2col (f32_conv_rows_x86.h)
 extern const ConvKernel kF32Conv1x1_32x12_Avx512;   // the same two on maps with few pixels:
 extern const ConvKernel kF32ConvSgemm_32x12_Avx512; // output channels along the vectors
 extern const ConvKernel kF32Conv1x1_16x6_Avx2;      // (src/x86/f32_conv_{32x12_avx512,16x6_avx2}.cpp)
