@@ -162,6 +162,13 @@ std::string c_array_header(const std::string& name, const std::string& source, c
   return h.str();
 }
 
+// Moves a finished tmp file to out_path; on failure the tmp file is removed.
+Status rename_into_place(const std::string& tmp, const std::string& out_path) {
+  if (std::rename(tmp.c_str(), out_path.c_str()) == 0) return Status::Ok();
+  std::remove(tmp.c_str());
+  return Status(ErrorCode::kIoError, "cannot rename " + tmp + " to " + out_path);
+}
+
 // Writes `contents` to out_path through a .tmp and a rename (no partial output).
 Status write_atomically(const std::string& out_path, const std::string& contents) {
   const std::string tmp = out_path + ".tmp";
@@ -173,11 +180,7 @@ Status write_atomically(const std::string& out_path, const std::string& contents
       return Status(ErrorCode::kIoError, "cannot write " + tmp);
     }
   }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status(ErrorCode::kIoError, "cannot rename " + tmp + " to " + out_path);
-  }
-  return Status::Ok();
+  return rename_into_place(tmp, out_path);
 }
 
 Status read_file(const std::string& path, std::string* bytes) {
@@ -191,11 +194,7 @@ Status read_file(const std::string& path, std::string* bytes) {
 // The model bytes in `tmp` (already verified) become out_path: renamed as they are,
 // or turned into a header.
 Status finish_output(const std::string& tmp, const std::string& out_path, const Args& args, const std::string& source) {
-  if (args.c_array.empty()) {
-    if (std::rename(tmp.c_str(), out_path.c_str()) == 0) return Status::Ok();
-    std::remove(tmp.c_str());
-    return Status(ErrorCode::kIoError, "cannot rename " + tmp + " to " + out_path);
-  }
+  if (args.c_array.empty()) return rename_into_place(tmp, out_path);
   std::string bytes;
   Status s = read_file(tmp, &bytes);
   std::remove(tmp.c_str());

@@ -187,12 +187,17 @@ kestrel_status kestrel_extractor_input(kestrel_extractor* ex, const char* name, 
                     return Status(ErrorCode::kInvalidArgument,
                                   "input '" + std::string(name) + "': bad shape (" + std::to_string(ndims) + " dims)");
                   }
-                  Mat m;
-                  if (!m.create(s)) return Status(ErrorCode::kOutOfMemory, "cannot allocate input '" + std::string(name) + "'");
+                  // The previous frame's Mat of this input is refilled when the shape is the
+                  // same, so that steady-state inference through the C API allocates nothing
+                  // (Extractor::input below resets what was computed from the old values).
+                  const auto it = ex->inputs.find(name);
+                  Mat m = it != ex->inputs.end() && it->second.shape() == s ? it->second : Mat();
+                  if (m.empty() && !m.create(s)) {
+                    return Status(ErrorCode::kOutOfMemory, "cannot allocate input '" + std::string(name) + "'");
+                  }
                   // Rows are dense in the caller's data; channels of a Mat are padded to kAlignment.
                   const size_t per_channel = static_cast<size_t>(s.w) * s.h * s.d;
                   for (int q = 0; q < s.c; ++q) std::memcpy(m.channel(q), data + per_channel * q, per_channel * sizeof(float));
-                  ex->outputs.clear();
                   Status st = ex->ex.input(name, m);
                   if (st.ok()) ex->inputs[name] = m;
                   return st;
