@@ -2,6 +2,8 @@
 // random geometries (odd channel counts and widths, 1x1 and tiny maps, strides 1 and
 // 2, every padding, dilation, groups, depthwise, fused activations), with 1 and 4
 // threads. Each kernel must claim some geometries of the sweep, so none goes untested.
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -273,6 +275,82 @@ TEST_SUITE("kernels") {
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
     }
+  }
+
+  // The 3x3 depthwise kernels of one ISA level (planar rows, flat plane, channel
+  // vectors) keep one fma order, so they must agree exactly, whatever the thread count.
+  // The channel-vector kernels compute every geometry the planar one does; the registry
+  // gives them only the maps where they were faster, so here they run on all of them,
+  // up to MobileNet's full sizes (56-pixel rows: several chunks, 32 and 40 channels:
+  // row bands and a short channel group).
+  TEST_CASE("3x3 depthwise kernels of one ISA level agree bit for bit") {
+    const auto kernels = kt::runnable_kernels(kestrel::kernels::conv_kernels());
+    std::vector<ConvGeometry> geoms;
+    for (const ConvGeometry& g : sweep()) {
+      if (g.is_depthwise() && g.kh == 3) geoms.push_back(g);
+    }
+    struct Map {
+      int c, hw;
+    };
+    for (int s : {1, 2}) {
+      for (const Map& d : {Map{40, 56}, Map{32, 112}, Map{24, 30}, Map{17, 9}}) {
+        ConvGeometry g;
+        g.in_c = g.out_c = g.group = d.c;
+        g.in_h = g.in_w = d.hw;
+        g.kh = g.kw = 3;
+        g.sh = g.sw = s;
+        g.pad_top = g.pad_left = 1;
+        g.out_h = g.out_w = out_extent(d.hw, 3, s, 1, 1, 1);
+        g.bias = true;
+        g.act.type = ActivationType::Clip;
+        g.act.alpha = 0.f;
+        g.act.beta = 6.f;
+        geoms.push_back(g);
+      }
+    }
+    std::mt19937 rng(11);
+    int compared = 0;
+    for (const ConvGeometry& g : geoms) {
+      Mat in;
+      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
+      kt::fill_random(in, rng);
+      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * 9, rng);
+      const std::vector<float> b = kt::random_vector(g.out_c, rng);
+      for (const ConvKernel* planar : kernels) {
+        const std::string pn = planar->name;
+        if (pn.rfind("f32_dwconv3x3_2x", 0) != 0 || !planar->supports(g)) continue;
+        auto run = [&](const ConvKernel* k, int threads, Mat& out) {
+          Mat packed;
+          REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
+          k->pack(g, w.data(), g.bias ? b.data() : nullptr, packed.data);
+          REQUIRE(out.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
+          kt::fill_sentinel(out);
+          kt::KernelScratch scratch;
+          const auto ctx = scratch.make(k->workspace_bytes(g), k->workspace_per_thread_bytes(g), threads);
+          k->run(g, packed.data, in.data, in.cstep, out.data, out.cstep, ctx);
+        };
+        Mat want;
+        run(planar, 1, want);
+        for (const ConvKernel* k : kernels) {
+          const std::string kn = k->name;
+          const bool cvec = kn.rfind("f32_dwconv3x3_c", 0) == 0;
+          if (k == planar || k->isa != planar->isa || kn.rfind("f32_dwconv3x3_", 0) != 0) continue;
+          if (!cvec && !k->supports(g)) continue;
+          for (int threads : {1, 3}) {
+            INFO(kn << " against " << pn << ", " << threads << " threads: " << describe(g));
+            Mat got;
+            run(k, threads, got);
+            CHECK(std::memcmp(got.data, want.data, want.cstep * want.c * sizeof(float)) == 0);
+            ++compared;
+          }
+        }
+      }
+    }
+    MESSAGE(compared << " depthwise runs compared bit for bit");
+    const bool several = std::count_if(kernels.begin(), kernels.end(), [](const ConvKernel* k) {
+                           return std::string(k->name).rfind("f32_dwconv3x3_", 0) == 0;
+                         }) > 1;
+    if (several) CHECK(compared > 0);
   }
 
   // The registry is in priority order; a kernel of a lower level listed before one of

@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -148,6 +149,13 @@ void bench_conv(benchmark::State& state, const ConvGeometry& g, bool opt, int th
     return;
   }
   const ConvKernel* k = kestrel::kernels::select_conv_kernel(g, kestrel::kernels::active_isa());
+  // KESTREL_BENCH_KERNEL=name times that kernel wherever it claims the geometry, to
+  // compare kernels side by side before choosing which claims what.
+  if (const char* want = std::getenv("KESTREL_BENCH_KERNEL")) {
+    for (const ConvKernel* c : kestrel::kernels::conv_kernels()) {
+      if (std::string(c->name) == want && c->supports(g)) k = c;
+    }
+  }
   if (!k) {
     state.SkipWithError("no fast kernel claims this geometry at the active ISA");
     return;

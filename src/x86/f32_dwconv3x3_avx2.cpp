@@ -3,6 +3,7 @@
 // algorithm of f32_dwconv3x3_x86.h. vmaskmov loads and stores for the ends of rows.
 #include <immintrin.h>
 
+#include "x86/f32_dwconv3x3_cvec_x86.h"
 #include "x86/f32_dwconv3x3_flat_x86.h"
 #include "x86/x86_kernels.h"
 
@@ -13,6 +14,7 @@ struct VecAvx2 {
   using T = __m256;
   static constexpr int kW = 8;
   static constexpr int kMaxVecs = 3;
+  static constexpr int kCvecUnroll = 4;  // pixels in flight in the channel-vector kernel (16 registers)
 
   static __m256i mask(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
   static T zero() { return _mm256_setzero_ps(); }
@@ -42,6 +44,29 @@ struct VecAvx2 {
     ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
     od = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
   }
+  // r[j][i] = r[i][j]: 4x4 blocks within the 128-bit lanes, then the two lanes swapped.
+  static __attribute__((always_inline)) void transpose(T r[8]) {
+    T a[8], b[8];
+    dwconv3x3::unroll<4>([&](auto h) __attribute__((always_inline)) {
+      constexpr int k = 2 * decltype(h)::value;
+      a[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+      a[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    });
+    dwconv3x3::unroll<2>([&](auto mm) __attribute__((always_inline)) {  // b[m + q], lane L: column 4L + q of rows m .. m + 3
+      constexpr int m = 4 * decltype(mm)::value;
+      const __m256d a0 = _mm256_castps_pd(a[m]), a1 = _mm256_castps_pd(a[m + 1]);
+      const __m256d a2 = _mm256_castps_pd(a[m + 2]), a3 = _mm256_castps_pd(a[m + 3]);
+      b[m] = _mm256_castpd_ps(_mm256_unpacklo_pd(a0, a2));
+      b[m + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a0, a2));
+      b[m + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(a1, a3));
+      b[m + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(a1, a3));
+    });
+    dwconv3x3::unroll<4>([&](auto qq) __attribute__((always_inline)) {
+      constexpr int q = decltype(qq)::value;
+      r[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
+      r[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
+    });
+  }
 };
 
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
@@ -54,7 +79,24 @@ void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_
   dwconv3x3::run_flat<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
 }
 
+void run_cvec(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx) {
+  dwconv3x3::run_cvec<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
+}
+size_t cvec_packed_floats(const ConvGeometry& g) { return dwconv3x3::cvec_packed_floats(g, VecAvx2::kW); }
+void pack_cvec(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  dwconv3x3::pack_cvec(g, VecAvx2::kW, weight, bias, packed);
+}
+bool supports_cvec(const ConvGeometry& g) { return dwconv3x3::supports_cvec(g, VecAvx2::kW); }
+size_t cvec_workspace(const ConvGeometry& g) { return dwconv3x3::cvec_thread_workspace(g, VecAvx2::kW); }
+
 }  // namespace
+
+const ConvKernel kF32DwConv3x3Cvec_Avx2 = {
+    "f32_dwconv3x3_c8_avx2", Isa::kAvx2, supports_cvec, cvec_packed_floats,
+    pack_cvec, dwconv3x3::no_workspace, cvec_workspace, 1e-4,
+    run_cvec,
+};
 
 const ConvKernel kF32DwConv3x3_Avx2 = {
     "f32_dwconv3x3_2x24_avx2", Isa::kAvx2,           dwconv3x3::supports,         dwconv3x3::packed_floats,

@@ -4,7 +4,7 @@
 // by the AVX2 and AVX-512 kernels.
 #include <algorithm>
 
-#include "x86/f32_dwconv3x3_x86.h"
+#include "x86/f32_dwconv3x3_cvec_x86.h"
 
 namespace kestrel::kernels::x86::dwconv3x3 {
 namespace {
@@ -55,5 +55,48 @@ size_t no_workspace(const ConvGeometry&) { return 0; }
 size_t thread_workspace(const ConvGeometry& g) { return make_plan(g).floats_per_thread * sizeof(float); }
 
 void activate_channel(float* p, size_t n, const ActivationSpec& act) { activate_inplace(p, n, act); }
+
+CvecPlan make_cvec_plan(const ConvGeometry& g, int lanes) {
+  CvecPlan p;
+  p.lanes = lanes;
+  p.groups = (g.in_c + lanes - 1) / lanes;
+  // Whole chunks of `lanes` output pixels are computed (the stores keep the real ones).
+  p.row_px = (round_up(g.out_w, lanes) - 1) * g.sw + 3;
+  p.used_w = std::min(g.in_w, (g.out_w - 1) * g.sw + 3 - g.pad_left);
+  p.slot = static_cast<size_t>(p.row_px) * lanes;
+  p.floats_per_thread = p.slot * (1 + kCvecSlots) + static_cast<size_t>(round_up(g.out_w, lanes)) * lanes;
+  return p;
+}
+
+bool supports_cvec(const ConvGeometry& g, int lanes) {
+  // Where it beat the planar and flat kernels (kestrel-microbench with
+  // KESTREL_BENCH_KERNEL, 1 thread, AMD EPYC 2026-11-25), ms cvec / planar / flat:
+  //   16 lanes: s2 to 7x7 0.025 / 0.066, to 14x14 0.034 / 0.066, to 28x28 0.065 / 0.091,
+  //             to 56x56 0.134 / 0.135; s1 14x14 0.040 / 0.066 / 0.051, 28x28 0.082 / 0.092,
+  //             56x56 0.152 / 0.150, 7x7 0.036 / 0.064 / 0.030;
+  //    8 lanes: s2 0.033-0.114 / 0.113-0.159 at every size; s1 28x28 0.107 / 0.142,
+  //             56x56 0.137 / 0.146, 112x112 0.133 / 0.131, 14x14 0.079 / 0.097 / 0.069.
+  // The stride-1 maps the flat kernel computes stay with it.
+  if (!supports(g)) return false;
+  const bool flat_map = g.sw == 1 && g.out_w <= (lanes == 16 ? 8 : 16);
+  return !flat_map && g.out_w <= (lanes == 16 ? 32 : 64);
+}
+
+size_t cvec_packed_floats(const ConvGeometry& g, int lanes) {
+  return static_cast<size_t>((g.out_c + lanes - 1) / lanes) * 10 * lanes;
+}
+
+void pack_cvec(const ConvGeometry& g, int lanes, const float* weight, const float* bias, float* packed) {
+  std::fill(packed, packed + cvec_packed_floats(g, lanes), 0.f);
+  for (int c = 0; c < g.out_c; ++c) {
+    float* dst = packed + static_cast<size_t>(c / lanes) * 10 * lanes + c % lanes;
+    for (int k = 0; k < 9; ++k) dst[k * lanes] = weight[static_cast<size_t>(c) * 9 + k];
+    dst[9 * lanes] = bias ? bias[c] : 0.f;
+  }
+}
+
+size_t cvec_thread_workspace(const ConvGeometry& g, int lanes) {
+  return make_cvec_plan(g, lanes).floats_per_thread * sizeof(float);
+}
 
 }  // namespace kestrel::kernels::x86::dwconv3x3

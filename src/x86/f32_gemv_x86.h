@@ -34,11 +34,16 @@ struct GemvX86 {
   static size_t no_workspace(const FcGeometry&) { return 0; }
 
   // The block's W dot products over the n values of x, weights w packed [k][W].
+  // The weights come from DRAM in a network (a classifier's several MiB are last read
+  // a whole inference ago): fetching 4 KiB ahead of the hardware prefetcher took
+  // MobileNet v1's fc7 from 0.18-0.19 to 0.16-0.17 ms (kestrel-bench --profile).
+  static constexpr size_t kAhead = 1024, kLine = 64 / sizeof(float);
   static R dot_block(const float* w, const float* x, size_t n) {
     constexpr size_t W = kBlock;
     R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
     size_t k = 0;
     for (; k + 4 <= n; k += 4, w += 4 * W) {
+      for (size_t l = 0; l < 4 * W; l += kLine) __builtin_prefetch(w + kAhead + l);
       a0 = V::fmadd(V::load(w), V::set1(x[k]), a0);
       a1 = V::fmadd(V::load(w + W), V::set1(x[k + 1]), a1);
       a2 = V::fmadd(V::load(w + 2 * W), V::set1(x[k + 2]), a2);

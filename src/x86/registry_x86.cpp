@@ -13,6 +13,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
   // that an AVX-512 one further down would take (the channel-tile kernels claim only
   // some), and the general SGEMM of a level takes everything its level declines.
   return {
+      &x86::kF32DwConv3x3Cvec_Avx512,
       &x86::kF32DwConv3x3Flat_Avx512,
       &x86::kF32DwConv3x3_Avx512,
       &x86::kF32ConvWinograd43_Avx512,
@@ -21,6 +22,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &x86::kF32ConvSgemm_32x12_Avx512,
       &x86::kF32Conv1x1_8x48_Avx512,
       &x86::kF32ConvSgemm_8x48_Avx512,
+      &x86::kF32DwConv3x3Cvec_Avx2,
       &x86::kF32DwConv3x3Flat_Avx2,
       &x86::kF32DwConv3x3_Avx2,
       &x86::kF32ConvWinograd43_Avx2,

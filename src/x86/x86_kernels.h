@@ -40,6 +40,8 @@ extern const ConvKernel kF32DwConv3x3_Avx512;  // 3x3 depthwise, stride 1 and 2:
 extern const ConvKernel kF32DwConv3x3_Avx2;    // 3x3 depthwise, stride 1 and 2: 2 rows x 24 pixels
 extern const ConvKernel kF32DwConv3x3Flat_Avx512;  // stride 1, same padding, maps up to 32 wide:
 extern const ConvKernel kF32DwConv3x3Flat_Avx2;    // the plane flattened (f32_dwconv3x3_flat_x86.h)
+extern const ConvKernel kF32DwConv3x3Cvec_Avx512;  // 3x3 depthwise with channels along the vectors:
+extern const ConvKernel kF32DwConv3x3Cvec_Avx2;    // rows transposed in and out (f32_dwconv3x3_cvec_x86.h)
 
 
 // ---- Convolution (src/x86/f32_conv1x1_*, f32_conv_sgemm_*: f32_conv_sgemm_x86.h over

@@ -1,0 +1,227 @@
+// 3x3 depthwise convolution with the channels along the vectors (the layout ONNX
+// Runtime's NCHWc kernels keep between layers), computed from and into Kestrel's planar
+// maps. Why: the planar kernel (f32_dwconv3x3_x86.h) puts pixels along the vectors, so
+// every tap is a shifted, unaligned view, a stride-2 row must be de-interleaved, and a
+// 7- or 14-pixel row fills a quarter or half of the 64-pixel step; ONNX Runtime ran
+// MobileNet v1's depthwise layers in 0.65 ms against our 1.02 (1 thread, AMD EPYC
+// 2026-11-25), stride 2 and the small maps most of the gap.
+//
+// A work item is one group of W = V::kW channels and a band of output rows. Each input
+// row the band needs is transposed once (W x W blocks in registers) into a per-thread
+// ring of padded rows of pixel vectors: pixel j of a slot holds the W channels of input
+// column j - pad_left, the columns outside the input zero. An output pixel is then
+// bias + 9 taps, each an aligned pixel vector times a tap vector (the 9 taps and the
+// bias of the group's channels, packed once); stride 2 simply steps two pixels. A
+// chunk of W output pixels is staged, transposed back and stored to the W channel
+// rows. The fma order is that of the planar kernel (bias, ky = 0..2, kx = 0..2), so
+// both agree bit for bit and nothing depends on the thread count or the banding.
+//
+// ODR: as in f32_dwconv3x3_x86.h, the traits (which add transpose(r[W])) are internal
+// to each ISA's translation unit and everything here compiled with ISA flags is a
+// template over them; the plan and the packing are in f32_dwconv3x3_common.cpp.
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+
+#include "x86/f32_dwconv3x3_x86.h"
+
+#define KESTREL_DW3X3_INLINE __attribute__((always_inline))
+
+namespace kestrel::kernels::x86::dwconv3x3 {
+
+// ---- common (f32_dwconv3x3_common.cpp, no ISA flags) ----
+
+constexpr int kCvecSlots = 4;  // ring slots: 3 rows a output row reads, + 1 for stride 2
+
+struct CvecPlan {
+  int lanes = 0;        // W: channels per group
+  int groups = 0;       // channel groups, the last one possibly short
+  int row_px = 0;       // pixel vectors of a ring slot: every tap of whole W-pixel chunks
+  int used_w = 0;       // input columns any output reads (the columns transposed)
+  size_t slot = 0;      // floats of a slot (row_px * W)
+  size_t floats_per_thread = 0;  // the zero row, kCvecSlots slots, a stage of a row's pixel vectors
+};
+
+CvecPlan make_cvec_plan(const ConvGeometry& g, int lanes);
+bool supports_cvec(const ConvGeometry& g, int lanes);  // the maps it is chosen for (measured)
+size_t cvec_packed_floats(const ConvGeometry& g, int lanes);
+// [group][10][W]: the 9 taps then the bias, each a vector over the group's channels,
+// zero for the channels past out_c.
+void pack_cvec(const ConvGeometry& g, int lanes, const float* weight, const float* bias, float* packed);
+size_t cvec_thread_workspace(const ConvGeometry& g, int lanes);
+
+// ---- the algorithm, over V ----
+
+// The group's channels: channel c0 + i at base + i * cstep, i < nch (<= W).
+struct Planes {
+  const float* in;
+  float* out;
+  size_t in_cstep, out_cstep;
+  int nch;
+};
+
+// Transposes input row iy of the group into `slot` (see the top).
+template <class V>
+inline void transpose_row(const Planes& pl, int iy, int in_w, const CvecPlan& p, int pad_left, float* slot) {
+  using T = typename V::T;
+  constexpr int W = V::kW;
+  const float* src = pl.in + static_cast<size_t>(iy) * in_w;
+  float* dst = slot + static_cast<size_t>(pad_left) * W;
+  for (int x0 = 0; x0 < p.used_w; x0 += W) {
+    const int n = std::min(W, p.used_w - x0);
+    T r[W];
+    if (n == W && pl.nch == W) {
+      unroll<W>([&](auto i) KESTREL_DW3X3_INLINE { r[i] = V::loadu(src + i * pl.in_cstep + x0); });
+    } else {
+      unroll<W>([&](auto i) KESTREL_DW3X3_INLINE {
+        const float* q = src + i * pl.in_cstep + x0;
+        r[i] = i >= pl.nch ? V::zero() : n == W ? V::loadu(q) : V::load_n(q, n);
+      });
+    }
+    V::transpose(r);
+    float* d = dst + static_cast<size_t>(x0) * W;
+    if (n == W) {
+      unroll<W>([&](auto j) KESTREL_DW3X3_INLINE { V::storeu(d + j * W, r[j]); });
+    } else {
+      unroll<W>([&](auto j) KESTREL_DW3X3_INLINE {
+        if (j < n) V::storeu(d + j * W, r[j]);
+      });
+    }
+  }
+}
+
+// U output pixels from ox on: bias + 9 taps, activated, into stage[0..U).
+template <class V, int S, int U, Epilogue E>
+inline KESTREL_DW3X3_INLINE void cvec_pixels(const float* const rows[3], const typename V::T w[9],
+                                             typename V::T bias, const Act<V>& act, int ox, float* stage) {
+  using T = typename V::T;
+  constexpr int W = V::kW;
+  T acc[U];
+  unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { acc[u] = bias; });
+  unroll<3>([&](auto ky) KESTREL_DW3X3_INLINE {
+    unroll<3>([&](auto kx) KESTREL_DW3X3_INLINE {
+      unroll<U>([&](auto u) KESTREL_DW3X3_INLINE {
+        const size_t px = static_cast<size_t>(ox + decltype(u)::value) * S + decltype(kx)::value;
+        acc[u] = V::fma(V::loadu(rows[ky] + px * W), w[ky * 3 + kx], acc[u]);
+      });
+    });
+  });
+  unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { V::storeu(stage + u * W, activate<V, E>(acc[u], act)); });
+}
+
+// One output row of pixel vectors into stage (whole steps of U pixels). Its own
+// function, so that the taps stay in registers: the transposes need all of them.
+template <class V, int S, Epilogue E>
+void cvec_row(const float* const rows_in[3], const float* pk, const Act<V>& act_in, int out_w, float* stage) {
+  using T = typename V::T;
+  constexpr int W = V::kW, U = V::kCvecUnroll;
+  T w[9];
+  unroll<9>([&](auto k) KESTREL_DW3X3_INLINE { w[k] = V::loadu(pk + k * W); });
+  const T bias = V::loadu(pk + 9 * W);
+  const Act<V> act = act_in;
+  const float* const rows[3] = {rows_in[0], rows_in[1], rows_in[2]};
+  for (int ox = 0; ox < out_w; ox += U) cvec_pixels<V, S, U, E>(rows, w, bias, act, ox, stage + static_cast<size_t>(ox) * W);
+}
+
+// Transposes the staged row back into the group's output rows at `first`.
+template <class V>
+void store_row(const float* stage, const Planes& pl, size_t first, int out_w) {
+  using T = typename V::T;
+  constexpr int W = V::kW;
+  for (int ox0 = 0; ox0 < out_w; ox0 += W) {
+    T r[W];
+    unroll<W>([&](auto j) KESTREL_DW3X3_INLINE { r[j] = V::loadu(stage + (static_cast<size_t>(ox0) + j) * W); });
+    V::transpose(r);
+    const int n = std::min(W, out_w - ox0);
+    float* dst = pl.out + first + ox0;
+    if (n == W && pl.nch == W) {
+      unroll<W>([&](auto i) KESTREL_DW3X3_INLINE { V::storeu(dst + i * pl.out_cstep, r[i]); });
+    } else {
+      unroll<W>([&](auto i) KESTREL_DW3X3_INLINE {
+        if (i < pl.nch) {
+          if (n == W) {
+            V::storeu(dst + i * pl.out_cstep, r[i]);
+          } else {
+            V::store_n(dst + i * pl.out_cstep, r[i], n);
+          }
+        }
+      });
+    }
+  }
+}
+
+// Output rows [oy0, oy1) of one group.
+template <class V, int S, Epilogue E>
+void cvec_band(const ConvGeometry& g, const CvecPlan& p, const float* pk, const Planes& pl, int oy0, int oy1,
+               const Act<V>& act, float* scratch) {
+  const float* zero = scratch;
+  float* ring = scratch + p.slot;
+  float* stage = ring + kCvecSlots * p.slot;
+  int next = std::max(0, oy0 * S - g.pad_top);  // the first input row not yet in the ring
+  for (int oy = oy0; oy < oy1; ++oy) {
+    const int iy0 = oy * S - g.pad_top;
+    for (int iy = std::max(next, iy0); iy < std::min(iy0 + 3, g.in_h); ++iy) {
+      transpose_row<V>(pl, iy, g.in_w, p, g.pad_left, ring + static_cast<size_t>(iy % kCvecSlots) * p.slot);
+      next = iy + 1;
+    }
+    const float* rows[3];
+    for (int ky = 0; ky < 3; ++ky) {
+      const int iy = iy0 + ky;
+      rows[ky] = iy >= 0 && iy < g.in_h ? ring + static_cast<size_t>(iy % kCvecSlots) * p.slot : zero;
+    }
+    cvec_row<V, S, E>(rows, pk, act, g.out_w, stage);
+    store_row<V>(stage, pl, static_cast<size_t>(oy) * g.out_w, g.out_w);
+  }
+}
+
+template <class V, int S, Epilogue E>
+void cvec_channels(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+                   size_t out_cstep, const KernelContext& ctx, const Act<V>& act, bool activate_after) {
+  constexpr int W = V::kW;
+  const CvecPlan p = make_cvec_plan(g, W);
+  const int threads = std::max(1, ctx.num_threads);
+  // Bands of rows only where there are fewer groups than a few per thread (a 32- or
+  // 64-channel map): each band transposes its 2 halo rows again.
+  const int want = 2 * threads;
+  const int bands_wanted = std::min(g.out_h, (want + p.groups - 1) / p.groups);
+  const int band_rows = (g.out_h + bands_wanted - 1) / bands_wanted;
+  const int bands = (g.out_h + band_rows - 1) / band_rows;
+  const long items = static_cast<long>(p.groups) * bands;
+#pragma omp parallel num_threads(threads)
+  {
+    float* scratch = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
+    // The zero row, the slots' columns that no transposed row writes, and the stage
+    // (whose vectors past a row's end are transposed but not stored).
+    for (size_t i = 0; i < p.floats_per_thread; i += W) V::storeu(scratch + i, V::zero());
+#pragma omp for schedule(static)
+    for (long item = 0; item < items; ++item) {
+      const int grp = static_cast<int>(item / bands), band = static_cast<int>(item % bands);
+      const int c0 = grp * W;
+      const Planes pl{in + static_cast<size_t>(c0) * in_cstep, out + static_cast<size_t>(c0) * out_cstep, in_cstep,
+                      out_cstep, std::min(W, g.in_c - c0)};
+      const int oy0 = band * band_rows, oy1 = std::min(g.out_h, oy0 + band_rows);
+      cvec_band<V, S, E>(g, p, packed + static_cast<size_t>(grp) * 10 * W, pl, oy0, oy1, act, scratch);
+      if (activate_after) {
+        const size_t first = static_cast<size_t>(oy0) * g.out_w, n = static_cast<size_t>(oy1 - oy0) * g.out_w;
+        for (int i = 0; i < pl.nch; ++i) activate_channel(pl.out + i * out_cstep + first, n, g.act);
+      }
+    }
+  }
+}
+
+template <class V>
+void run_cvec(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx) {
+  with_epilogue<V>(g, [&](auto e, const Act<V>& act, bool after) {
+    if (g.sw == 1) {
+      cvec_channels<V, 1, decltype(e)::value>(g, packed, in, in_cstep, out, out_cstep, ctx, act, after);
+    } else {
+      cvec_channels<V, 2, decltype(e)::value>(g, packed, in, in_cstep, out, out_cstep, ctx, act, after);
+    }
+  });
+}
+
+}  // namespace kestrel::kernels::x86::dwconv3x3
+
+#undef KESTREL_DW3X3_INLINE
