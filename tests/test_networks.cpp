@@ -45,6 +45,7 @@ std::vector<BlobValue> run_all(const kestrel::Net& net, const kestrel::ModelBuil
 void compare_every_blob(const kestrel::ModelBuilder& b) {
   kestrel::Net fast, ref;
   fast.option().kernels = kestrel::KernelSet::kFast;
+  fast.option().fuse_layers = false;  // every blob is compared (tests/test_fusion.cpp checks fusion)
   ref.option().kernels = kestrel::KernelSet::kReference;
   kestrel::Status s = kt::load(fast, b);
   REQUIRE_MESSAGE(s.ok(), s.message());

@@ -24,6 +24,13 @@ struct Option {
   bool light_mode = true;
   MemoryStrategy memory = MemoryStrategy::kPool;
   KernelSet kernels = KernelSet::kFast;
+  // Fuse layer pairs at load where a fast kernel pair computes them together: a 1x1
+  // convolution into the 3x3 depthwise convolution that alone reads its output
+  // (MobileNet's pointwise -> depthwise), the map between them kept a band of rows at a
+  // time in cache. Results are bit-identical; the intermediate blob is then never
+  // stored, and extract() of it fails with kInvalidArgument naming this option. Set to
+  // false before load() to keep every blob extractable.
+  bool fuse_layers = true;
   // Where feature-map memory comes from (the "system" allocator under the strategy).
   // Not owned; must outlive every Extractor using it; nullptr: default_allocator().
   Allocator* allocator = nullptr;

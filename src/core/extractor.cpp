@@ -340,6 +340,12 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
     for (int i : net_->outputs) names += (names.empty() ? "'" : ", '") + net_->blob_names[i] + "'";
     return Status(ErrorCode::kInvalidArgument, "no blob named '" + name + "' (outputs: " + names + ")");
   }
+  if (net_->producer[b] == NetImpl::kFusedAway) {
+    return Status(ErrorCode::kInvalidArgument, "blob '" + name + "' is not stored: layer '" +
+                                                   net_->layers[net_->fused_by[b]].name +
+                                                   "' computes it in passing (load with Option::fuse_layers = false "
+                                                   "to extract it)");
+  }
   if (opt_.memory != MemoryStrategy::kPlan) {
     if (blobs_[b].data == nullptr) {
       targets_.assign(1, b);

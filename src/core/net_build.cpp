@@ -6,6 +6,7 @@
 
 #include "core/checked_math.h"
 #include "core/guard.h"
+#include "core/net_fuse.h"
 #include "core/net_impl.h"
 
 namespace kestrel {
@@ -401,6 +402,15 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = oom_names("reading layers", [&] { return read_layers(net); })).ok()) return s;
   if (!(s = oom_names("ordering layers", [&] { return topological_order(net); })).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
+  s = oom_names("fusing layers", [&] {
+    if (opt.fuse_layers && opt.kernels == KernelSet::kFast) {
+      fuse_layers(net);
+    } else {
+      net.fused_by.assign(net.blob_names.size(), -1);
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
   s = oom_names("planning memory", [&] {
     choose_inplace(net);
     choose_concat_aliases(net);

@@ -43,6 +43,12 @@ struct NetImpl {
   std::vector<bool> is_input;
   std::vector<bool> is_output;
 
+  // A blob's producer is a layer index, kNetInput, or kFusedAway: a blob between two
+  // layers fused at load, never stored (fused_by names the fused layer).
+  static constexpr int kNetInput = -1;
+  static constexpr int kFusedAway = -3;
+  std::vector<int> fused_by;  // per blob: the fused layer that absorbed it, else -1
+
   std::vector<NetLayer> layers;
   std::vector<int> order;  // execution order (topological), layer indices
   std::vector<int> step_of_layer;

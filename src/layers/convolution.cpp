@@ -7,6 +7,7 @@
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
 #include "kernels/fc_kernels.h"
+#include "layers/conv_fusion.h"
 #include "layers/conv_spec.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
@@ -89,6 +90,14 @@ class Convolution final : public Layer {
     return Status::Ok();
   }
 
+  bool parts(ConvParts* p) const {
+    if (!kernel_) return false;
+    p->g = &g_;
+    p->kernel = kernel_;
+    p->packed = packed_.data;
+    return true;
+  }
+
   size_t packed_weight_bytes() const override {
     return kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0;
   }
@@ -142,5 +151,10 @@ class Convolution final : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> create_convolution_layer() { return std::make_unique<Convolution>(); }
+
+bool convolution_parts(const Layer& layer, ConvParts* parts) {
+  const auto* conv = dynamic_cast<const Convolution*>(&layer);
+  return conv != nullptr && conv->parts(parts);
+}
 
 }  // namespace kestrel

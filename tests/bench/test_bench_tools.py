@@ -27,8 +27,10 @@ def main():
         kst = os.path.join(tmp, "mobilenet_v1.kst")
         subprocess.run([zoo, "mobilenet_v1", kst], check=True, capture_output=True)
         js, trace = os.path.join(tmp, "r.json"), os.path.join(tmp, "trace.csv")
+        # --fuse off: one profiled layer per model layer (fusion is checked below).
         out = subprocess.run([bench, kst, "--threads", "2", "--loops", "3", "--warmup", "1", "--shape", "data=3,96,96",
-                              "--profile", "--json", js, "--memory-trace", trace], capture_output=True, text=True)
+                              "--profile", "--json", js, "--memory-trace", trace, "--fuse", "off"],
+                             capture_output=True, text=True)
         check(out.returncode == 0, f"kestrel-bench failed: {out.stderr}")
         r = json.load(open(js))
         for key in ("min_ms", "median_ms", "max_ms", "peak_held_bytes", "peak_in_use_bytes",
@@ -48,6 +50,14 @@ def main():
         check({r["inference"] for r in rows} == {"0", "1", "2"}, "--memory-trace holds three inferences")
         check(len(rows) == 3 * 30, f"one trace row per layer and inference, got {len(rows)}")
         check(all(int(r["held_bytes"]) >= int(r["in_use_bytes"]) for r in rows), "held >= in use")
+        # Fusion on (the default): fewer, fused layers, the same multiply-adds in all.
+        fused = subprocess.run([bench, kst, "--loops", "1", "--warmup", "0", "--shape", "data=3,96,96", "--profile",
+                                "--json", js], capture_output=True, text=True)
+        check(fused.returncode == 0, f"kestrel-bench with fusion failed: {fused.stderr}")
+        fl = json.load(open(js))["layers"]
+        check(len(fl) < 30 and any("+" in l["kernel"] for l in fl), f"fusion: {len(fl)} layers, none fused")
+        check(sum(l["multiply_adds"] for l in fl) == sum(l["multiply_adds"] for l in layers),
+              "fused layers count the multiply-adds of both")
         # Reference kernels: nothing named but the reference.
         ref = subprocess.run([bench, kst, "--loops", "1", "--warmup", "0", "--kernels", "ref", "--shape",
                               "data=1,3,32,32", "--profile", "--json", js], capture_output=True, text=True)

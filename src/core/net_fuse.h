@@ -1,0 +1,12 @@
+// Layer fusion at Net load: see net_fuse.cpp and Option::fuse_layers.
+#pragma once
+#include "core/net_impl.h"
+
+namespace kestrel {
+
+// Replaces every qualifying pair of prepared layers by one fused layer and rebuilds
+// the graph facts (indices, producers, consumers, order). Sets net.fused_by. May throw
+// std::bad_alloc (the caller names the step).
+void fuse_layers(NetImpl& net);
+
+}  // namespace kestrel
