@@ -1,8 +1,13 @@
 #include "kestrel/mat.h"
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <new>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/checked_math.h"
 
@@ -10,12 +15,39 @@ namespace kestrel {
 
 namespace {
 
+#if defined(__linux__)
+void advise_huge_pages(void* p, size_t n) { madvise(p, n, MADV_HUGEPAGE); }
+#else
+void advise_huge_pages(void*, size_t) {}
+#endif
+
+// Blocks of at least a huge page (packed weights of the large layers, big feature maps)
+// start on a huge-page boundary and ask for huge pages over the whole pages they cover:
+// a network streams tens of MiB of weights per inference, and with 4 KiB pages the TLB
+// misses cost MobileNet v1 0.2 ms of 11.4 at 1 thread (its 4 MiB classifier ran in
+// 0.27 ms instead of 0.14; AMD EPYC, THP in "madvise" mode, 2026-11-25). Only whole
+// huge pages inside the block are advised, so nothing beyond the block is backed.
+constexpr size_t kHugePage = size_t{2} << 20;
+
 class DefaultAllocator final : public Allocator {
  public:
+  // Every block is carved out of one 64-byte-aligned operator new with a header line
+  // in front that keeps its start, so that delete always matches its new whatever the
+  // block's alignment.
   void* allocate(size_t size) override {
-    return ::operator new(size, std::align_val_t(kAlignment), std::nothrow);
+    const size_t align = size >= kHugePage ? kHugePage : kAlignment;
+    if (size > std::numeric_limits<size_t>::max() - align - kAlignment) return nullptr;
+    char* base = static_cast<char*>(::operator new(size + align + kAlignment, std::align_val_t(kAlignment), std::nothrow));
+    if (!base) return nullptr;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(base) + kAlignment;
+    char* p = base + ((first + align - 1) / align * align - reinterpret_cast<uintptr_t>(base));
+    reinterpret_cast<char**>(p)[-1] = base;
+    if (align == kHugePage) advise_huge_pages(p, size / kHugePage * kHugePage);
+    return p;
   }
-  void deallocate(void* ptr) override { ::operator delete(ptr, std::align_val_t(kAlignment)); }
+  void deallocate(void* ptr) override {
+    if (ptr) ::operator delete(static_cast<char**>(ptr)[-1], std::align_val_t(kAlignment));
+  }
 };
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
