@@ -222,11 +222,34 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   // pixel split left one of 2 threads idle. An im2col block splits into fewer chunks
   // than a directly read one, since every chunk builds its block's im2col again.
   const bool few_tiles = threads > 1 && pl.tiles < static_cast<size_t>(4 * threads) && pl.tiles <= pl.block_tiles;
-  const size_t block_tiles =
-      few_tiles ? pl.tiles : std::clamp<size_t>((pl.tiles + threads - 1) / threads, 1, pl.block_tiles);
-  const size_t blocks = (pl.tiles + block_tiles - 1) / block_tiles;
+  // Otherwise, with several threads, thread t takes the t-th share of the map's pixels
+  // (cut anywhere, not on the tile grid, so that the shares are equal) with every
+  // output channel, in blocks of whole tiles: the rows that the depthwise kernels'
+  // thread t reads next (they split by rows too), so maps stay in the cache of the
+  // core that wrote them. Splitting output channels instead had every thread read the
+  // whole input, half of it from the other core: MobileNet v1's depthwise layers then
+  // did not scale at 2 threads, and with the two cores on different CCDs the network
+  // took 8.5 ms instead of 8.1.
+  const bool spatial = threads > 1 && !few_tiles;
+  const size_t share_tiles = (pl.pixels / threads + NR) / NR;  // of the largest share
+  const size_t thread_blocks = (share_tiles + pl.block_tiles - 1) / pl.block_tiles;
+  const size_t block_tiles = few_tiles ? pl.tiles
+                             : spatial ? (share_tiles + thread_blocks - 1) / thread_blocks
+                                       : std::min(pl.tiles, pl.block_tiles);
+  const size_t blocks = spatial ? thread_blocks * threads : (pl.tiles + block_tiles - 1) / block_tiles;
+  // Pixels [p0, p0 + ncols) of block b.
+  auto block_range = [&](size_t b, size_t* p0, size_t* ncols) {
+    size_t begin = b * block_tiles * NR, end = pl.pixels;
+    if (spatial) {
+      const size_t t = b / thread_blocks, share0 = pl.pixels * t / threads;
+      end = pl.pixels * (t + 1) / threads;
+      begin = share0 + (b % thread_blocks) * block_tiles * NR;
+    }
+    *p0 = std::min(begin, end);
+    *ncols = std::min(block_tiles * NR, end - *p0);
+  };
   const size_t base_items = static_cast<size_t>(g.group) * blocks;
-  const size_t want = threads == 1 ? 1 : (pl.direct ? 4 : 2) * static_cast<size_t>(threads);
+  const size_t want = few_tiles ? (pl.direct ? 4 : 2) * static_cast<size_t>(threads) : 1;
   size_t chunks = std::min<size_t>(pl.panels, (want + base_items - 1) / base_items);
   const size_t chunk_panels = (pl.panels + chunks - 1) / chunks;
   chunks = (pl.panels + chunk_panels - 1) / chunk_panels;
@@ -240,8 +263,10 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
     const size_t chunk = item / base_items, rest = item % base_items;
     const size_t blk = rest % blocks;
     const int gi = static_cast<int>(rest / blocks);
-    const size_t tile0 = blk * block_tiles, ntiles = std::min(block_tiles, pl.tiles - tile0);
-    const size_t p0 = tile0 * NR, ncols = std::min(ntiles * NR, pl.pixels - p0);
+    size_t p0 = 0, ncols = 0;
+    block_range(blk, &p0, &ncols);
+    if (ncols == 0) continue;
+    const size_t ntiles = (ncols + NR - 1) / NR, p_end = p0 + ncols;
     const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
     float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
     const bool direct_tail = pl.direct && ncols % NR != 0 && !T::kReadsPartialInPlace;
@@ -255,7 +280,7 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
       float* out_p = out + (static_cast<size_t>(gi) * pl.out_per_group + panel * MR) * out_cstep;
       for (size_t t = 0; t < ntiles; ++t) {
         const size_t pt = p0 + t * NR;
-        const int nr = static_cast<int>(std::min<size_t>(NR, pl.pixels - pt));
+        const int nr = static_cast<int>(std::min<size_t>(NR, p_end - pt));
         const bool from_input = pl.direct && (nr == NR || T::kReadsPartialInPlace);
         const float* b = from_input ? in_g + pt : pl.direct ? cols : cols + t * pl.k * NR;
         const size_t ldb = from_input ? in_cstep : NR;

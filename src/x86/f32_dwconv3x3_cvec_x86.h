@@ -181,10 +181,9 @@ void cvec_channels(const ConvGeometry& g, const float* packed, const float* in, 
   constexpr int W = V::kW;
   const CvecPlan p = make_cvec_plan(g, W);
   const int threads = std::max(1, ctx.num_threads);
-  // Bands of rows only where there are fewer groups than a few per thread (a 32- or
-  // 64-channel map): each band transposes its 2 halo rows again.
-  const int want = 2 * threads;
-  const int bands_wanted = std::min(g.out_h, (want + p.groups - 1) / p.groups);
+  // With several threads, thread t takes the t-th band of rows of every group, as the
+  // planar kernel does (f32_dwconv3x3_x86.h); a band transposes its 2 halo rows again.
+  const int bands_wanted = std::min(g.out_h, threads);
   const int band_rows = (g.out_h + bands_wanted - 1) / bands_wanted;
   const int bands = (g.out_h + band_rows - 1) / band_rows;
   const long items = static_cast<long>(p.groups) * bands;
@@ -196,7 +195,7 @@ void cvec_channels(const ConvGeometry& g, const float* packed, const float* in, 
     for (size_t i = 0; i < p.floats_per_thread; i += W) V::storeu(scratch + i, V::zero());
 #pragma omp for schedule(static)
     for (long item = 0; item < items; ++item) {
-      const int grp = static_cast<int>(item / bands), band = static_cast<int>(item % bands);
+      const int band = static_cast<int>(item / p.groups), grp = static_cast<int>(item % p.groups);
       const int c0 = grp * W;
       const Planes pl{in + static_cast<size_t>(c0) * in_cstep, out + static_cast<size_t>(c0) * out_cstep, in_cstep,
                       out_cstep, std::min(W, g.in_c - c0)};

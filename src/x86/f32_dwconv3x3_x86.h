@@ -246,22 +246,30 @@ template <class V, int S, Epilogue E>
 void run_channels(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                   size_t out_cstep, const KernelContext& ctx, const Act<V>& act, bool activate_after) {
   const Plan p = make_plan(g);
-  const size_t plane = static_cast<size_t>(g.out_h) * g.out_w;
+  // With several threads, thread t takes the t-th band of rows of every channel: the
+  // pixels the 1x1 kernels' thread t wrote and reads next (f32_conv_sgemm_x86.h).
+  const int threads = std::max(1, ctx.num_threads);
+  const int band_rows = (g.out_h + threads - 1) / threads;
+  const int bands = (g.out_h + band_rows - 1) / band_rows;
 #pragma omp parallel num_threads(ctx.num_threads)
   {
     float* scratch = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
     for (size_t i = 0; i < p.floats_per_thread; i += V::kW) V::storeu(scratch + i, V::zero());
 #pragma omp for schedule(static)
-    for (int c = 0; c < g.in_c; ++c) {
+    for (long item = 0; item < static_cast<long>(bands) * g.in_c; ++item) {
+      const int band = static_cast<int>(item / g.in_c), c = static_cast<int>(item % g.in_c);
+      const int oy0 = band * band_rows, oy1 = std::min(g.out_h, oy0 + band_rows);
       const float* pk = packed + static_cast<size_t>(c) * kPackFloats;
       typename V::T w[9];
       for (int k = 0; k < 9; ++k) w[k] = V::set1(pk[k]);
       const typename V::T bias = V::set1(pk[9]);
       Channel ch{in + c * in_cstep, out + c * out_cstep, scratch, scratch + p.slot, 0};
-      int oy = 0;
-      for (; oy + 2 <= g.out_h; oy += 2) output_rows<V, S, 2, E>(g, p, w, bias, act, ch, oy);
-      if (oy < g.out_h) output_rows<V, S, 1, E>(g, p, w, bias, act, ch, oy);
-      if (activate_after) activate_channel(ch.out, plane, g.act);
+      int oy = oy0;
+      for (; oy + 2 <= oy1; oy += 2) output_rows<V, S, 2, E>(g, p, w, bias, act, ch, oy);
+      if (oy < oy1) output_rows<V, S, 1, E>(g, p, w, bias, act, ch, oy);
+      if (activate_after) {
+        activate_channel(ch.out + static_cast<size_t>(oy0) * g.out_w, static_cast<size_t>(oy1 - oy0) * g.out_w, g.act);
+      }
     }
   }
 }
