@@ -40,6 +40,8 @@ constexpr size_t kBlockFloats = 96 * 1024;
 // one block and stream each panel's weights once.
 constexpr size_t kDirectBlockFloats = 128 * 1024;
 constexpr size_t kMaxBlockTiles = 16;
+// Tiles a thread's share of the pixels has at least for the spatial split (run_impl).
+constexpr size_t kMinShareTiles = 4;
 // Geometries whose single-tile im2col would exceed this many bytes per thread are
 // left to the reference.
 constexpr size_t kMaxScratchBytes = size_t(64) << 20;
@@ -230,7 +232,9 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   // whole input, half of it from the other core: MobileNet v1's depthwise layers then
   // did not scale at 2 threads, and with the two cores on different CCDs the network
   // took 8.5 ms instead of 8.1.
-  const bool spatial = threads > 1 && !few_tiles;
+  // Only while a share keeps a few tiles: at many threads a small map splits better
+  // by channels than into shares of a tile and a sliver.
+  const bool spatial = threads > 1 && !few_tiles && pl.pixels >= kMinShareTiles * NR * static_cast<size_t>(threads);
   const size_t share_tiles = (pl.pixels / threads + NR) / NR;  // of the largest share
   const size_t thread_blocks = (share_tiles + pl.block_tiles - 1) / pl.block_tiles;
   const size_t block_tiles = few_tiles ? pl.tiles
