@@ -4,7 +4,10 @@ kestrel-bench --profile, at each thread count, as a markdown table (issue 7's re
 MobileNet v1's 1x1 convolutions against the machine's peak).
 
   bench/profile/layers.py [--build build] [--model MODEL.kst | --zoo mobilenet_v1]
-                          [--threads 1,2] [--loops 50] [--out bench/profile/RESULTS.md]
+                          [--threads 1,2] [--loops 50] [--fuse off|on] [--out bench/profile/RESULTS.md]
+
+Layer fusion is off by default here, so that every layer is timed on its own (with
+--fuse on, a fused 1x1 -> depthwise pair is one row).
 
 Without --model the zoo's MobileNet v1 (seeded weights, the Caffe definition's shapes)
 is written and profiled.
@@ -27,10 +30,11 @@ def cpu_model():
     return "unknown CPU"
 
 
-def profile(build, model, threads, loops):
+def profile(build, model, threads, loops, fuse):
     with tempfile.NamedTemporaryFile(suffix=".json") as j:
         subprocess.run([str(build / "kestrel-bench"), str(model), "--threads", str(threads), "--loops", str(loops),
-                        "--warmup", "5", "--profile", "--json", j.name], check=True, capture_output=True)
+                        "--warmup", "5", "--profile", "--fuse", fuse, "--json", j.name], check=True,
+                       capture_output=True)
         return json.loads(pathlib.Path(j.name).read_text())
 
 
@@ -41,6 +45,7 @@ def main():
     ap.add_argument("--zoo", default="mobilenet_v1")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--loops", type=int, default=50)
+    ap.add_argument("--fuse", choices=["off", "on"], default="off")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
     a = ap.parse_args()
     build = (REPO / a.build).resolve()
@@ -49,12 +54,12 @@ def main():
         model = pathlib.Path(a.model) if a.model else pathlib.Path(tmp) / f"{a.zoo}.kst"
         if not a.model:
             subprocess.run([str(build / "kestrel-zoo"), a.zoo, str(model)], check=True, capture_output=True)
-        runs = {t: profile(build, model, t, a.loops) for t in threads}
+        runs = {t: profile(build, model, t, a.loops, a.fuse) for t in threads}
     name = a.model or f"the zoo's {a.zoo}"
     lines = [f"# Per-layer profile of {name}", "",
              f"Written by `bench/profile/layers.py` on {datetime.date.today().isoformat()}, {cpu_model()}, "
              f"ISA {runs[threads[0]]['isa']}: median of {a.loops} profiled runs per layer "
-             "(`kestrel-bench --profile`). %peak is the layer's GFLOP/s over the FMA peak measured at the same "
+             f"(`kestrel-bench --profile --fuse {a.fuse}`). %peak is the layer's GFLOP/s over the FMA peak measured at the same "
              "thread count (" + ", ".join(f"{t} thread{'s' if t > 1 else ''}: {runs[t]['fma_peak_gflops']:.0f} "
                                           "GFLOP/s" for t in threads) + "). End-to-end medians: "
              + ", ".join(f"{runs[t]['median_ms']:.2f} ms at {t} thread{'s' if t > 1 else ''}" for t in threads) + ".",

@@ -83,17 +83,21 @@ def markdown(data):
         base = runs[0]["median_ms"] * runs[0]["threads"]
         lines += [f"### {model}", "",
                   "| threads | median ms | min ms | speed-up | efficiency | FMA peak GFLOP/s | conv GFLOP/s | "
-                  "1x1 conv ms | depthwise ms | other ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "1x1 conv ms | depthwise ms | fused 1x1+dw ms | other ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in runs:
             conv_ms = sum(l["median_ms"] for l in r.get("layers", []) if l["multiply_adds"] > 0)
             conv_flop = sum(2 * l["multiply_adds"] for l in r.get("layers", []))
-            pw = sum(l["median_ms"] for l in r.get("layers", []) if "conv1x1" in l.get("kernel", ""))
-            dw = sum(l["median_ms"] for l in r.get("layers", []) if "dwconv" in l.get("kernel", ""))
-            other = sum(l["median_ms"] for l in r.get("layers", [])) - pw - dw
+            def kind(l):
+                k = l.get("kernel", "")
+                return "fused" if "+" in k else "pw" if "conv1x1" in k else "dw" if "dwconv" in k else "other"
+            by = {c: sum(l["median_ms"] for l in r.get("layers", []) if kind(l) == c) for c in ("pw", "dw", "fused", "other")}
+            pw, dw, fused, other = by["pw"], by["dw"], by["fused"], by["other"]
             speedup = base / r["median_ms"]
             lines.append(f"| {r['threads']} | {r['median_ms']:.2f} | {r['min_ms']:.2f} | {speedup:.2f} | "
                          f"{100 * speedup / r['threads']:.0f}% | {r.get('fma_peak_gflops', 0):.0f} | "
-                         f"{conv_flop / (conv_ms * 1e6) if conv_ms else 0:.0f} | {pw:.2f} | {dw:.2f} | {other:.2f} |")
+                         f"{conv_flop / (conv_ms * 1e6) if conv_ms else 0:.0f} | {pw:.2f} | {dw:.2f} | {fused:.2f} | "
+                         f"{other:.2f} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -232,14 +232,20 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   // whole input, half of it from the other core: MobileNet v1's depthwise layers then
   // did not scale at 2 threads, and with the two cores on different CCDs the network
   // took 8.5 ms instead of 8.1.
-  // Only while a share keeps a few tiles: at many threads a small map splits better
-  // by channels than into shares of a tile and a sliver.
-  const bool spatial = threads > 1 && !few_tiles && pl.pixels >= kMinShareTiles * NR * static_cast<size_t>(threads);
+  // Only where a thread's share of the map outweighs the weights (at least as many
+  // pixels as output channels: every thread reads all the weights, so they must be the
+  // smaller operand) and keeps a few tiles. MobileNet-SSD's 19x19 and 10x10 layers,
+  // 512-1024 channels, ran up to 1.7x slower split by pixels at 2 threads on the 16-CPU
+  // Xeon, and MobileNet v1's 28x28 layers at 16 threads.
+  const size_t share_pixels = pl.pixels / static_cast<size_t>(threads);
+  const bool spatial = threads > 1 && !few_tiles && share_pixels >= static_cast<size_t>(pl.out_per_group) &&
+                       share_pixels >= kMinShareTiles * NR;
   const size_t share_tiles = (pl.pixels / threads + NR) / NR;  // of the largest share
   const size_t thread_blocks = (share_tiles + pl.block_tiles - 1) / pl.block_tiles;
-  const size_t block_tiles = few_tiles ? pl.tiles
-                             : spatial ? (share_tiles + thread_blocks - 1) / thread_blocks
-                                       : std::min(pl.tiles, pl.block_tiles);
+  const size_t block_tiles =
+      few_tiles ? pl.tiles
+      : spatial ? (share_tiles + thread_blocks - 1) / thread_blocks
+                : std::clamp<size_t>((pl.tiles + threads - 1) / threads, 1, pl.block_tiles);
   const size_t blocks = spatial ? thread_blocks * threads : (pl.tiles + block_tiles - 1) / block_tiles;
   // Pixels [p0, p0 + ncols) of block b.
   auto block_range = [&](size_t b, size_t* p0, size_t* ncols) {
@@ -253,7 +259,7 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
     *ncols = std::min(block_tiles * NR, end - *p0);
   };
   const size_t base_items = static_cast<size_t>(g.group) * blocks;
-  const size_t want = few_tiles ? (pl.direct ? 4 : 2) * static_cast<size_t>(threads) : 1;
+  const size_t want = threads == 1 || spatial ? 1 : (pl.direct ? 4 : 2) * static_cast<size_t>(threads);
   size_t chunks = std::min<size_t>(pl.panels, (want + base_items - 1) / base_items);
   const size_t chunk_panels = (pl.panels + chunks - 1) / chunks;
   chunks = (pl.panels + chunk_panels - 1) / chunk_panels;

@@ -185,7 +185,7 @@ void cvec_channels(const ConvGeometry& g, const float* packed, const float* in, 
   // planar kernel does (f32_dwconv3x3_x86.h; maps too short for it split by groups,
   // and in bands only where groups are fewer than two per thread); a band transposes
   // its 2 halo rows again.
-  const int spatial = bands_for(g.out_h, threads);
+  const int spatial = bands_for(g.out_h, threads, 4);
   const int bands_wanted = spatial > 1 ? spatial : std::min(g.out_h, (2 * threads + p.groups - 1) / p.groups);
   const int band_rows = (g.out_h + bands_wanted - 1) / bands_wanted;
   const int bands = (g.out_h + band_rows - 1) / band_rows;
