@@ -403,11 +403,8 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = oom_names("ordering layers", [&] { return topological_order(net); })).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
   s = oom_names("fusing layers", [&] {
-    if (opt.fuse_layers && opt.kernels == KernelSet::kFast) {
-      fuse_layers(net);
-    } else {
-      net.fused_by.assign(net.blob_names.size(), -1);
-    }
+    net.fused_by.assign(net.blob_names.size(), -1);
+    if (opt.fuse_layers && opt.kernels == KernelSet::kFast) fuse_layers(net);
     return Status::Ok();
   });
   if (!s.ok()) return s;

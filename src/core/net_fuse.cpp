@@ -51,7 +51,6 @@ void rebuild_graph(NetImpl& net, const std::vector<char>& absorbed) {
 }  // namespace
 
 void fuse_layers(NetImpl& net) {
-  net.fused_by.assign(net.blob_names.size(), -1);
   std::vector<char> absorbed(net.layers.size(), 0);
   bool any = false;
   for (int li : net.order) {

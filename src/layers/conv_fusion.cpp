@@ -1,10 +1,11 @@
 // The fused pointwise -> depthwise layer (see conv_fusion.h). Bands of depthwise
 // output rows, top to bottom; for each, the pointwise kernel computes the rows of its
-// output the band reads and has not computed yet into `mid` (the shared workspace,
-// channel stride mid_cstep_), and the depthwise kernel reads them there. The rows two
-// bands share (the 3x3 halo) are moved to the top of `mid` instead of computed again.
-// Both kernels keep their own threading, so a thread works on the same channels in
-// both (each splits by channels), and nothing depends on the thread count.
+// output the band reads and has not computed yet into `mid` (channel stride
+// mid_cstep), and the depthwise kernel reads them there. The rows two bands share (the
+// 3x3 halo) are moved to the top of `mid` instead of computed again. A map of one band
+// keeps `mid` in the shared workspace and lets both kernels split it among the threads
+// as they do unfused; a map of several bands gives each thread a run of whole bands
+// and its own `mid`. Results never depend on the thread count.
 #include <algorithm>
 #include <cstring>
 
@@ -50,68 +51,73 @@ bool x86_kernel(const ConvKernel* k) {
   return k->isa == kernels::Isa::kAvx2 || k->isa == kernels::Isa::kAvx512;
 }
 
-class PointwiseDepthwise final : public Layer {
- public:
+// The bands of a pair: which rows each computes and the kernels' geometries for them.
+struct BandPlan {
   struct Band {
     int oy0, oy1;  // depthwise output rows
     int r0, r1;    // pointwise rows they read
   };
+  const ConvGeometry* pw;
+  const ConvGeometry* dw;
+  int band_rows, bands;
 
-  PointwiseDepthwise(std::unique_ptr<Layer> pw, std::unique_ptr<Layer> dw, const ConvParts& p, const ConvParts& d,
-                     int band_rows, int mid_rows)
-      : pw_(std::move(pw)), dw_(std::move(dw)), p_(p), d_(d), band_rows_(band_rows) {
-    const ConvGeometry& gd = *d_.g;
-    bands_ = (gd.out_h + band_rows_ - 1) / band_rows_;
-    mid_cstep_ = round_up(static_cast<size_t>(mid_rows) * gd.in_w, kLineFloats);
-    mid_bytes_ = round_up(static_cast<size_t>(gd.in_c) * mid_cstep_ * sizeof(float) + kernels_overread(), kAlignment);
-    size_t shared = 0, per_thread = 0;
-    int m1 = 0;
-    for (int i = 0; i < bands_; ++i) {
-      const Band b = band(i);
-      if (b.r1 > std::max(m1, b.r0)) {
-        const ConvGeometry gp = pointwise_rows(b.r1 - std::max(m1, b.r0));
-        shared = std::max(shared, p_.kernel->workspace_bytes(gp));
-        per_thread = std::max(per_thread, p_.kernel->workspace_per_thread_bytes(gp));
-      }
-      const ConvGeometry gb = depthwise_band(b);
-      shared = std::max(shared, d_.kernel->workspace_bytes(gb));
-      per_thread = std::max(per_thread, d_.kernel->workspace_per_thread_bytes(gb));
-      m1 = std::max(m1, b.r1);
-    }
-    workspace_bytes = shared;
-    workspace_per_thread_bytes = mid_bytes_ + per_thread;
-    shared_ = shared;
-    multiply_adds = (pw_ ? pw_->multiply_adds : 0) + (dw_ ? dw_->multiply_adds : 0);
-    name_ = std::string(p_.kernel->name) + "+" + d_.kernel->name;
-    kernel_name = name_.c_str();
-  }
+  BandPlan(const ConvGeometry& p, const ConvGeometry& d, int rows)
+      : pw(&p), dw(&d), band_rows(rows), bands((d.out_h + rows - 1) / rows) {}
 
   Band band(int i) const {
-    const ConvGeometry& g = *d_.g;
     Band b;
-    b.oy0 = i * band_rows_;
-    b.oy1 = std::min(g.out_h, b.oy0 + band_rows_);
-    b.r0 = std::clamp(b.oy0 * g.sh - g.pad_top, 0, g.in_h);
-    b.r1 = std::clamp((b.oy1 - 1) * g.sh - g.pad_top + 3, 0, g.in_h);
+    b.oy0 = i * band_rows;
+    b.oy1 = std::min(dw->out_h, b.oy0 + band_rows);
+    b.r0 = std::clamp(b.oy0 * dw->sh - dw->pad_top, 0, dw->in_h);
+    b.r1 = std::clamp((b.oy1 - 1) * dw->sh - dw->pad_top + 3, 0, dw->in_h);
     return b;
   }
-
   // The depthwise convolution of band b, read from rows [r0, r1) of its input.
-  ConvGeometry depthwise_band(const Band& b) const {
-    ConvGeometry g = *d_.g;
+  ConvGeometry depthwise(const Band& b) const {
+    ConvGeometry g = *dw;
     g.in_h = b.r1 - b.r0;
     g.out_h = b.oy1 - b.oy0;
-    g.pad_top = b.r0 - (b.oy0 * g.sh - d_.g->pad_top);
+    g.pad_top = b.r0 - (b.oy0 * g.sh - dw->pad_top);
     return g;
   }
-
-  ConvGeometry pointwise_rows(int rows) const {
-    ConvGeometry g = *p_.g;
+  ConvGeometry pointwise(int rows) const {
+    ConvGeometry g = *pw;
     g.in_h = g.out_h = rows;
     return g;
   }
+  // The largest shared and per-thread scratch the kernels ask for over the bands: a
+  // band computes its new pointwise rows, or all of them when a thread starts on it.
+  void scratch(const ConvKernel* pk, const ConvKernel* dk, size_t* shared, size_t* per_thread) const {
+    *shared = *per_thread = 0;
+    auto need = [&](const ConvKernel* k, const ConvGeometry& g) {
+      *shared = std::max(*shared, k->workspace_bytes(g));
+      *per_thread = std::max(*per_thread, k->workspace_per_thread_bytes(g));
+    };
+    int m1 = 0;
+    for (int i = 0; i < bands; ++i) {
+      const Band b = band(i);
+      need(pk, pointwise(b.r1 - b.r0));
+      if (b.r1 > std::max(m1, b.r0)) need(pk, pointwise(b.r1 - std::max(m1, b.r0)));
+      need(dk, depthwise(b));
+      m1 = std::max(m1, b.r1);
+    }
+  }
+};
 
-  int bands() const { return bands_; }
+class PointwiseDepthwise final : public Layer {
+ public:
+  PointwiseDepthwise(std::unique_ptr<Layer> pw, std::unique_ptr<Layer> dw, const ConvParts& p, const ConvParts& d,
+                     const BandPlan& plan, int mid_rows, size_t shared, size_t per_thread)
+      : pw_(std::move(pw)), dw_(std::move(dw)), p_(p), d_(d), plan_(plan) {
+    mid_cstep_ = round_up(static_cast<size_t>(mid_rows) * d_.g->in_w, kLineFloats);
+    mid_bytes_ = round_up(static_cast<size_t>(d_.g->in_c) * mid_cstep_ * sizeof(float) + kOverreadBytes, kAlignment);
+    const bool one_band = plan_.bands == 1;
+    workspace_bytes = (one_band ? mid_bytes_ : 0) + shared;
+    workspace_per_thread_bytes = (one_band ? 0 : mid_bytes_) + per_thread;
+    multiply_adds = pw_->multiply_adds + dw_->multiply_adds;
+    name_ = std::string(p_.kernel->name) + "+" + d_.kernel->name;
+    kernel_name = name_.c_str();
+  }
 
   Status load(const LoadContext&) override {
     return Status(ErrorCode::kInternal, "a fused layer is made from prepared layers, not loaded");
@@ -123,16 +129,16 @@ class PointwiseDepthwise final : public Layer {
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs, const ForwardContext& ctx) const override {
     const kernels::KernelContext k = kernel_context(ctx);
     const int threads = std::max(1, ctx.num_threads);
-    if (bands_ == 1 || threads == 1) {
-      // The kernels split each step among the threads; mid is thread 0's, each
-      // kernel thread's own scratch follows its mid-sized head.
+    if (plan_.bands == 1) {
+      // mid first in the shared workspace, the kernels' shared scratch after it.
       kernels::KernelContext kk = k;
-      kk.thread_scratch = k.thread_scratch + mid_bytes_;
-      run_bands(inputs[0], outputs[0], 0, bands_, reinterpret_cast<float*>(k.thread_scratch), kk);
+      kk.workspace = static_cast<char*>(ctx.workspace) + mid_bytes_;
+      run_bands(inputs[0], outputs[0], 0, 1, static_cast<float*>(ctx.workspace), kk);
       return Status::Ok();
     }
-    // Each thread takes a run of whole bands with its own mid, the kernels on one
-    // thread: no fork and join per band, and a thread's rows stay in its cache.
+    // Each thread takes a run of whole bands with its own mid (the head of its scratch),
+    // the kernels on one thread: no fork and join per band, and a thread's rows stay in
+    // its cache.
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();
@@ -141,18 +147,22 @@ class PointwiseDepthwise final : public Layer {
       kt.num_threads = 1;
       kt.thread_scratch = mine + mid_bytes_;
       kt.thread_scratch_stride = 0;
-      run_bands(inputs[0], outputs[0], bands_ * t / n, bands_ * (t + 1) / n, reinterpret_cast<float*>(mine), kt);
+      run_bands(inputs[0], outputs[0], plan_.bands * t / n, plan_.bands * (t + 1) / n, reinterpret_cast<float*>(mine),
+                kt);
     }
     return Status::Ok();
   }
 
+  size_t packed_weight_bytes() const override { return pw_->packed_weight_bytes() + dw_->packed_weight_bytes(); }
+
+ private:
   // Bands [first, last) with `mid` as the pointwise rows' buffer.
   void run_bands(const Mat& in, Mat& out, int first, int last, float* mid, const kernels::KernelContext& k) const {
     const ConvGeometry& gd = *d_.g;
     const size_t w = static_cast<size_t>(gd.in_w);
     int m0 = 0, m1 = 0;  // pointwise rows [m0, m1) are in mid, row m0 at its top
     for (int i = first; i < last; ++i) {
-      const Band b = band(i);
+      const BandPlan::Band b = plan_.band(i);
       if (m1 <= b.r0 || i == first) {
         m0 = m1 = b.r0;
       } else if (b.r0 > m0) {
@@ -164,27 +174,19 @@ class PointwiseDepthwise final : public Layer {
         m0 = b.r0;
       }
       if (b.r1 > m1) {
-        p_.kernel->run(pointwise_rows(b.r1 - m1), p_.packed, in.data + static_cast<size_t>(m1) * w, in.cstep,
+        p_.kernel->run(plan_.pointwise(b.r1 - m1), p_.packed, in.data + static_cast<size_t>(m1) * w, in.cstep,
                        mid + static_cast<size_t>(m1 - m0) * w, mid_cstep_, k);
         m1 = b.r1;
       }
-      d_.kernel->run(depthwise_band(b), d_.packed, mid, mid_cstep_,
-                     out.data + static_cast<size_t>(b.oy0) * gd.out_w, out.cstep, k);
+      d_.kernel->run(plan_.depthwise(b), d_.packed, mid, mid_cstep_, out.data + static_cast<size_t>(b.oy0) * gd.out_w,
+                     out.cstep, k);
     }
   }
 
-  // Threads may run bands on their own only if the kernels need no shared scratch.
-  bool bands_on_threads() const { return shared_ == 0; }
-
-  size_t packed_weight_bytes() const override { return pw_->packed_weight_bytes() + dw_->packed_weight_bytes(); }
-
- private:
-  static size_t kernels_overread() { return kOverreadBytes; }
-
-  std::unique_ptr<Layer> pw_, dw_;  // own the geometries and packed weights p_ and d_ point into
+  std::unique_ptr<Layer> pw_, dw_;  // own the geometries and packed weights p_, d_ and plan_ point into
   ConvParts p_, d_;
-  int band_rows_ = 0, bands_ = 0;
-  size_t mid_cstep_ = 0, mid_bytes_ = 0, shared_ = 0;
+  BandPlan plan_;
+  size_t mid_cstep_ = 0, mid_bytes_ = 0;
   std::string name_;
 };
 
@@ -208,14 +210,16 @@ std::unique_ptr<Layer> fuse_pointwise_depthwise(std::unique_ptr<Layer>& pw, std:
     band_rows = static_cast<int>(std::clamp<long>((fit - 3) / gd.sh + 1, kMinBandRows, gd.out_h));
     mid_rows = std::min(gd.in_h, (band_rows - 1) * gd.sh + 3);
   }
-  // The bands' geometries, checked on a layer that does not own the pair yet.
-  auto fused = std::make_unique<PointwiseDepthwise>(nullptr, nullptr, p, d, band_rows, mid_rows);
-  for (int i = 0; i < fused->bands(); ++i) {
-    const auto b = fused->band(i);
-    if (b.r1 <= b.r0 || !d.kernel->supports(fused->depthwise_band(b))) return nullptr;
+  const BandPlan plan(gp, gd, band_rows);
+  for (int i = 0; i < plan.bands; ++i) {
+    const BandPlan::Band b = plan.band(i);
+    if (b.r1 <= b.r0 || !d.kernel->supports(plan.depthwise(b))) return nullptr;
   }
-  if (fused->bands() > 1 && !fused->bands_on_threads()) return nullptr;
-  return std::make_unique<PointwiseDepthwise>(std::move(pw), std::move(dw), p, d, band_rows, mid_rows);
+  size_t shared = 0, per_thread = 0;
+  plan.scratch(p.kernel, d.kernel, &shared, &per_thread);
+  // Threads run bands on their own only where the kernels need no shared scratch.
+  if (plan.bands > 1 && shared > 0) return nullptr;
+  return std::make_unique<PointwiseDepthwise>(std::move(pw), std::move(dw), p, d, plan, mid_rows, shared, per_thread);
 }
 
 }  // namespace kestrel

@@ -79,24 +79,9 @@ void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_
   dwconv3x3::run_flat<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
 }
 
-void run_cvec(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-              size_t out_cstep, const KernelContext& ctx) {
-  dwconv3x3::run_cvec<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
-}
-size_t cvec_packed_floats(const ConvGeometry& g) { return dwconv3x3::cvec_packed_floats(g, VecAvx2::kW); }
-void pack_cvec(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
-  dwconv3x3::pack_cvec(g, VecAvx2::kW, weight, bias, packed);
-}
-bool supports_cvec(const ConvGeometry& g) { return dwconv3x3::supports_cvec(g, VecAvx2::kW); }
-size_t cvec_workspace(const ConvGeometry& g) { return dwconv3x3::cvec_thread_workspace(g, VecAvx2::kW); }
-
 }  // namespace
 
-const ConvKernel kF32DwConv3x3Cvec_Avx2 = {
-    "f32_dwconv3x3_c8_avx2", Isa::kAvx2, supports_cvec, cvec_packed_floats,
-    pack_cvec, dwconv3x3::no_workspace, cvec_workspace, 1e-4,
-    run_cvec,
-};
+const ConvKernel kF32DwConv3x3Cvec_Avx2 = dwconv3x3::cvec_kernel<VecAvx2>("f32_dwconv3x3_c8_avx2", Isa::kAvx2);
 
 const ConvKernel kF32DwConv3x3_Avx2 = {
     "f32_dwconv3x3_2x24_avx2", Isa::kAvx2,           dwconv3x3::supports,         dwconv3x3::packed_floats,

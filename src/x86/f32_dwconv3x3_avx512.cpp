@@ -84,24 +84,9 @@ void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_
   dwconv3x3::run_flat<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
 }
 
-void run_cvec(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-              size_t out_cstep, const KernelContext& ctx) {
-  dwconv3x3::run_cvec<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
-}
-size_t cvec_packed_floats(const ConvGeometry& g) { return dwconv3x3::cvec_packed_floats(g, VecAvx512::kW); }
-void pack_cvec(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
-  dwconv3x3::pack_cvec(g, VecAvx512::kW, weight, bias, packed);
-}
-bool supports_cvec(const ConvGeometry& g) { return dwconv3x3::supports_cvec(g, VecAvx512::kW); }
-size_t cvec_workspace(const ConvGeometry& g) { return dwconv3x3::cvec_thread_workspace(g, VecAvx512::kW); }
-
 }  // namespace
 
-const ConvKernel kF32DwConv3x3Cvec_Avx512 = {
-    "f32_dwconv3x3_c16_avx512", Isa::kAvx512, supports_cvec, cvec_packed_floats,
-    pack_cvec, dwconv3x3::no_workspace, cvec_workspace, 1e-4,
-    run_cvec,
-};
+const ConvKernel kF32DwConv3x3Cvec_Avx512 = dwconv3x3::cvec_kernel<VecAvx512>("f32_dwconv3x3_c16_avx512", Isa::kAvx512);
 
 const ConvKernel kF32DwConv3x3_Avx512 = {
     "f32_dwconv3x3_2x64_avx512", Isa::kAvx512,           dwconv3x3::supports,         dwconv3x3::packed_floats,

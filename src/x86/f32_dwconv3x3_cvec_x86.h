@@ -98,14 +98,9 @@ inline KESTREL_DW3X3_INLINE void cvec_pixels(const float* const rows[3], const t
   using T = typename V::T;
   constexpr int W = V::kW;
   T acc[U];
-  unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { acc[u] = bias; });
-  unroll<3>([&](auto ky) KESTREL_DW3X3_INLINE {
-    unroll<3>([&](auto kx) KESTREL_DW3X3_INLINE {
-      unroll<U>([&](auto u) KESTREL_DW3X3_INLINE {
-        const size_t px = static_cast<size_t>(ox + decltype(u)::value) * S + decltype(kx)::value;
-        acc[u] = V::fma(V::loadu(rows[ky] + px * W), w[ky * 3 + kx], acc[u]);
-      });
-    });
+  nine_taps<V, U>(acc, w, bias, [&](auto ky, auto kx, auto u) KESTREL_DW3X3_INLINE {
+    const size_t px = static_cast<size_t>(ox + decltype(u)::value) * S + decltype(kx)::value;
+    return V::loadu(rows[decltype(ky)::value] + px * W);
   });
   unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { V::storeu(stage + u * W, activate<V, E>(acc[u], act)); });
 }
@@ -222,6 +217,31 @@ void run_cvec(const ConvGeometry& g, const float* packed, const float* in, size_
       cvec_channels<V, 2, decltype(e)::value>(g, packed, in, in_cstep, out, out_cstep, ctx, act, after);
     }
   });
+}
+
+// The registry entry of the kernel over V (W = V::kW lanes); an ISA's translation unit
+// names only its traits.
+template <class V>
+struct Cvec {
+  static bool supports(const ConvGeometry& g) { return supports_cvec(g, V::kW); }
+  static size_t packed_floats(const ConvGeometry& g) { return cvec_packed_floats(g, V::kW); }
+  static void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+    pack_cvec(g, V::kW, weight, bias, packed);
+  }
+  static size_t thread_workspace(const ConvGeometry& g) { return cvec_thread_workspace(g, V::kW); }
+};
+
+template <class V>
+constexpr ConvKernel cvec_kernel(const char* name, Isa isa) {
+  return {name,
+          isa,
+          Cvec<V>::supports,
+          Cvec<V>::packed_floats,
+          Cvec<V>::pack,
+          no_workspace,
+          Cvec<V>::thread_workspace,
+          1e-4,
+          run_cvec<V>};
 }
 
 }  // namespace kestrel::kernels::x86::dwconv3x3

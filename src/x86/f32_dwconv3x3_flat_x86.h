@@ -79,16 +79,11 @@ inline KESTREL_DW3X3_INLINE void flat_vectors(const float* in, int w, const type
   using T = typename V::T;
   constexpr int W = V::kW;
   T acc[U];
-  unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { acc[u] = bias; });
-  unroll<3>([&](auto ky) KESTREL_DW3X3_INLINE {
-    unroll<3>([&](auto kx) KESTREL_DW3X3_INLINE {
-      constexpr int k = decltype(ky)::value * 3 + decltype(kx)::value;
-      const long shift = static_cast<long>(decltype(ky)::value - 1) * w + (decltype(kx)::value - 1);
-      unroll<U>([&](auto u) KESTREL_DW3X3_INLINE {
-        const float* p = in + static_cast<long>((v + u) * W) + shift;
-        acc[u] = V::fma(V::load_masked(p, masks[k * nv + v + u]), wt[k], acc[u]);
-      });
-    });
+  nine_taps<V, U>(acc, wt, bias, [&](auto ky, auto kx, auto u) KESTREL_DW3X3_INLINE {
+    constexpr int k = decltype(ky)::value * 3 + decltype(kx)::value;
+    const long shift = static_cast<long>(decltype(ky)::value - 1) * w + (decltype(kx)::value - 1);
+    const float* p = in + static_cast<long>((v + u) * W) + shift;
+    return V::load_masked(p, masks[k * nv + v + u]);
   });
   unroll<U>([&](auto u) KESTREL_DW3X3_INLINE {
     const size_t q = (v + u) * W;

@@ -97,6 +97,22 @@ inline KESTREL_DW3X3_INLINE void unroll(F&& f) {
   unroll_seq(f, std::make_integer_sequence<int, N>{});
 }
 
+// acc[u] = bias + the 9 taps of U outputs, fused in the order ky = 0..2, kx = 0..2 that
+// every kernel here keeps, so that they agree bit for bit. tap(ky, kx, u), called with
+// integral constants, returns the input vector tap (ky, kx) of output u reads (the
+// flat and channel-vector kernels; the planar step shares its loads between rows).
+template <class V, int U, class Tap>
+inline KESTREL_DW3X3_INLINE void nine_taps(typename V::T (&acc)[U], const typename V::T w[9], typename V::T bias,
+                                           Tap&& tap) {
+  unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { acc[u] = bias; });
+  unroll<3>([&](auto ky) KESTREL_DW3X3_INLINE {
+    unroll<3>([&](auto kx) KESTREL_DW3X3_INLINE {
+      constexpr int k = decltype(ky)::value * 3 + decltype(kx)::value;
+      unroll<U>([&](auto u) KESTREL_DW3X3_INLINE { acc[u] = V::fma(tap(ky, kx, u), w[k], acc[u]); });
+    });
+  });
+}
+
 static constexpr int input_rows(int stride, int out_rows) { return (out_rows - 1) * stride + 3; }
 
 // Plane k of input row r of a step (r = 0 holds the top tap of output row 0).
