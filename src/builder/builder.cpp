@@ -42,7 +42,8 @@ uint32_t ModelBuilder::add_weight(const std::string& name, const std::vector<int
   w->dtype = fb::DType::F32;
   w->shape = shape;
   w->data.resize(data.size() * sizeof(float));
-  std::memcpy(w->data.data(), data.data(), w->data.size());
+  // An empty tensor has no storage to copy (memcpy from a null pointer is undefined).
+  if (!data.empty()) std::memcpy(w->data.data(), data.data(), w->data.size());
   model_.weights.push_back(std::move(w));
   return static_cast<uint32_t>(model_.weights.size() - 1);
 }
