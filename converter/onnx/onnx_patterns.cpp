@@ -39,9 +39,11 @@ class GeluMatcher {
   // Gelu's input and output.
   bool match(int erf, std::set<int>* nodes, std::string* x, std::string* y) const {
     const onnx::NodeProto& e = g_.node(erf);
+    if (e.input_size() != 1) return false;  // a malformed Erf is the importer's to report
     const int scaled = single_producer(e.input(0));
     if (scaled < 0) return false;
     const onnx::NodeProto& d = g_.node(scaled);
+    if (d.input_size() != 2) return false;
     // x / sqrt(2) or x * (1 / sqrt(2)).
     if (d.op_type() == "Div" && is_scalar(d.input(1), std::sqrt(2.0), 1e-4)) {
       *x = d.input(0);
