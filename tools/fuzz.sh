@@ -58,11 +58,14 @@ for t in "${TARGETS[@]}"; do
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$SEEDS/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   files=$(( $(find "$corpus" -type f | wc -l) + $(find "$SEEDS/$t" -type f | wc -l) ))
-  mapfile -t found < <(find "$artifacts" -type f -newer "$stamp")
+  # libFuzzer also leaves slow-unit-* inputs (slower than -report_slow_units, not a
+  # failure): counted apart so the summary's crash count means crashes.
+  mapfile -t found < <(find "$artifacts" -type f -newer "$stamp" ! -name 'slow-unit-*')
+  slow=$(find "$artifacts" -type f -newer "$stamp" -name 'slow-unit-*' | wc -l)
   rm -f "$stamp"
   crashes=${#found[@]}
-  line=$(printf '%-16s %10s executions in %ss, corpus %5d files, %d new crash(es)' "$t" "${execs:-?}" "$SECS" \
-    "$files" "$crashes")
+  line=$(printf '%-16s %10s executions in %ss, corpus %5d files, %d new crash(es), %d slow input(s)' "$t" \
+    "${execs:-?}" "$SECS" "$files" "$crashes" "$slow")
   if [ "$rc" -ne 0 ]; then
     failed=1
     line+=" FAILED (exit $rc, log $log)"
