@@ -187,6 +187,15 @@ std::vector<ConvGeometry> sweep() {
   add_general(5, 16, 17, 7, 3, 5, 2, 3, 1, 3, 6, 3, 6);
   add_general(320, 5, 6, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   add_general(96, 9, 9, 20, 3, 3, 2, 1, 1, 1, 1, 1, 1);
+  // 1x1 on small maps with many channels (the channel-tile kernels' pixel groups, read
+  // from a copy): groups of 12 (AVX-512) or 6 (AVX2) pixels with tails of 1 to 5,
+  // fewer pixels than a group, one pixel, output channels short of a panel.
+  for (int p = 0; p < 6; ++p) {
+    const int h = 1 + 3 * p % 14, w = 1 + (5 * p + 2) % 14;
+    add_general(64 + 37 * p, h, w, 33 + 13 * p, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  }
+  add_general(200, 14, 14, 70, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  add_general(300, 7, 7, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   // x86 Winograd at network-like channel counts (odd ones): several blocks of 16- or
   // 8-tile vectors with partial units at the row ends, blocks shrunk to one vector by
   // a long reduction, asymmetric padding.
