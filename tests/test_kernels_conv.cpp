@@ -196,6 +196,11 @@ std::vector<ConvGeometry> sweep() {
   }
   add_general(200, 14, 14, 70, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   add_general(300, 7, 7, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  // Maps the SGEMM kernels split by pixels at 4 threads, with shares that end near a
+  // tile's end (952 / 4 = 238 = 4 x 48 + 46) once rounded to whole cache lines.
+  add_general(16, 28, 34, 20, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  add_general(17, 29, 27, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  add_general(9, 28, 34, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   // x86 Winograd at network-like channel counts (odd ones): several blocks of 16- or
   // 8-tile vectors with partial units at the row ends, blocks shrunk to one vector by
   // a long reduction, asymmetric padding.

@@ -225,7 +225,7 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   // than a directly read one, since every chunk builds its block's im2col again.
   const bool few_tiles = threads > 1 && pl.tiles < static_cast<size_t>(4 * threads) && pl.tiles <= pl.block_tiles;
   // Otherwise, with several threads, thread t takes the t-th share of the map's pixels
-  // (cut anywhere, not on the tile grid, so that the shares are equal) with every
+  // (not cut on the tile grid, so that the shares are about equal) with every
   // output channel, in blocks of whole tiles: the rows that the depthwise kernels'
   // thread t reads next (they split by rows too), so maps stay in the cache of the
   // core that wrote them. Splitting output channels instead had every thread read the
@@ -240,7 +240,15 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   const size_t share_pixels = pl.pixels / static_cast<size_t>(threads);
   const bool spatial = threads > 1 && !few_tiles && share_pixels >= static_cast<size_t>(pl.out_per_group) &&
                        share_pixels >= kMinShareTiles * NR;
-  const size_t share_tiles = (pl.pixels / threads + NR) / NR;  // of the largest share
+  // Where thread t's share starts: rounded to a multiple of 16 pixels (a 64-byte line of
+  // every output channel, whose rows start on a line), so that no line is written by
+  // two threads. Cut anywhere, the shared lines of the 28x28 layers ping-ponged between
+  // the cores: 28x28x256 -> 256 took 0.36 ms at 2 threads against 0.31 (Intel Xeon).
+  auto cut = [&](size_t t) {
+    return t >= static_cast<size_t>(threads) ? pl.pixels : std::min(pl.pixels, (pl.pixels * t / threads + 8) / 16 * 16);
+  };
+  size_t share_tiles = 1;  // of the largest share
+  for (int t = 0; t < threads; ++t) share_tiles = std::max(share_tiles, (cut(t + 1) - cut(t) + NR - 1) / NR);
   const size_t thread_blocks = (share_tiles + pl.block_tiles - 1) / pl.block_tiles;
   const size_t block_tiles =
       few_tiles ? pl.tiles
@@ -251,8 +259,8 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   auto block_range = [&](size_t b, size_t* p0, size_t* ncols) {
     size_t begin = b * block_tiles * NR, end = pl.pixels;
     if (spatial) {
-      const size_t t = b / thread_blocks, share0 = pl.pixels * t / threads;
-      end = pl.pixels * (t + 1) / threads;
+      const size_t t = b / thread_blocks, share0 = cut(t);
+      end = cut(t + 1);
       begin = share0 + (b % thread_blocks) * block_tiles * NR;
     }
     *p0 = std::min(begin, end);
