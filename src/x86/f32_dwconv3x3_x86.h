@@ -262,7 +262,7 @@ inline void output_rows(const ConvGeometry& g, const Plan& p, const typename V::
 // Bands of rows, one per thread, where each has at least min_rows output rows (else 1:
 // split by channels). Shorter bands re-read too many halo rows: the planar kernel
 // (min 16 rows) lost 50% on MobileNet v1's 112x112x32 layer at 16 threads with 7-row
-// bands (16-CPU Xeon); the channel-vector kernel's rows are cheaper to redo (min 4).
+// bands (16-CPU Xeon). (The channel-vector kernel splits by groups: its cvec_channels.)
 inline int bands_for(int out_h, int threads, int min_rows) { return out_h >= min_rows * threads ? threads : 1; }
 
 // The input rows a band of output rows [oy0, oy1) reads, towards the cache: a
