@@ -374,12 +374,15 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
       const float* bias = bias_all + static_cast<size_t>(panel) * MR;
       const int mr = std::min(MR, pl.out_per_group - panel * MR);
       float* c = out + static_cast<size_t>(panel) * MR * out_cstep;
-      // The first group brings the next panel's weights towards L2.
+      // The first groups bring the next panel's weights towards L2, a 64-byte line per
+      // k step, so spread over MR / 16 groups.
       const float* next = panel + 1 < pl.panels ? a + pl.k * MR : nullptr;
       size_t gi = 0;
-      if (next && full > 0) {
-        gemm::ctile<V, MV, NP, true>(pl.k, a, bias, groups, NP, c, out_cstep, mr, next, epi);
-        gi = 1;
+      if (next) {
+        for (; gi < std::min<size_t>(full, MR / 16); ++gi) {
+          gemm::ctile<V, MV, NP, true>(pl.k, a, bias, groups + gi * NP * pl.k, NP, c + gi * NP, out_cstep, mr,
+                                       next + gi * pl.k * 16, epi);
+        }
       }
       for (; gi < full; ++gi) {
         gemm::ctile<V, MV, NP, false>(pl.k, a, bias, groups + gi * NP * pl.k, NP, c + gi * NP, out_cstep, mr, nullptr,

@@ -20,6 +20,7 @@
 // Each C element is bias followed by the fma chain over kk = 0..k-1 in order, so its
 // bits depend neither on the tile shape nor on the thread count.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 
 #include "layers/activation.h"
@@ -159,10 +160,11 @@ KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, Ro
 // bits equal to the pixel-vector tile's. The accumulators leave through a small
 // [NP][MV * W] buffer and are written out row by row (C is [channel][pixel]).
 //
-// kPrefetch: the tile also prefetches into L2, step by step, the same rows of the next
-// panel's weights (at pf): on maps of 7x7 pixels a panel's weights (K x MV * W floats)
-// serve only a few tiles, and cold weights from L3 held 7x7 layers at 66-69% of the
-// FMA peak in whole networks against 85% warm.
+// kPrefetch: the tile also prefetches into L2 a 64-byte line per k step from pf on, K
+// lines: the next panel's weights (K x MV * W floats) take MV * W / 16 such tiles. On
+// maps of 7x7 pixels a panel's weights serve only a few tiles, and cold weights from L3
+// held 7x7 layers at 66-69% of the FMA peak in whole networks against 85% warm; all
+// of them prefetched within one tile (2 lines per step with AVX-512) came too late.
 template <class V, int MV, int NP, bool kPrefetch, class Epi>
 __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias,
                                      const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr,
@@ -178,8 +180,8 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
     R w[MV];
     static_for<MV>([&](auto v) { w[v] = V::loadu(a + v * W); });
     if constexpr (kPrefetch) {
-      static_for<MR / 16>([&](auto l) { _mm_prefetch(reinterpret_cast<const char*>(pf + l * 16), _MM_HINT_T1); });
-      pf += MR;
+      _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
+      pf += 16;
     }
     static_for<NP>([&](auto p) {
       const R x = V::broadcast(b + p);
@@ -198,14 +200,15 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
 }
 
 // Columns [0, nr) of an MV x any tile: NP pixels at a time, the rest by 4 and by 1.
-// The first NP-pixel tile prefetches the next panel's weights (pf, or nullptr).
+// The first NP-pixel tiles prefetch the next panel's weights (pf, or nullptr), a line
+// per k step each (ctile).
 template <class V, int MV, int NP, class Epi>
 KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
                                   size_t ldc, int mr, int nr, const float* pf, const Epi& epi) {
   int j = 0;
-  if (pf && nr >= NP) {
-    ctile<V, MV, NP, true>(k, a, bias, b, ldb, c, ldc, mr, pf, epi);
-    j = NP;
+  constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth / 16);
+  for (int i = 0; pf && i < kPrefetchTiles && j + NP <= nr; ++i, j += NP) {
+    ctile<V, MV, NP, true>(k, a, bias, b + j, ldb, c + j, ldc, mr, pf + i * k * 16, epi);
   }
   for (; j + NP <= nr; j += NP) ctile<V, MV, NP, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi);
   for (; j + 4 <= nr; j += 4) ctile<V, MV, 4, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi);
