@@ -201,6 +201,10 @@ std::vector<ConvGeometry> sweep() {
   add_general(16, 28, 34, 20, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   add_general(17, 29, 27, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   add_general(9, 28, 34, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  // Long reductions on small maps (x86 channel tiles: K in slices of 256, all pixels
+  // in one block of several tiles, the last one short).
+  add_general(130, 7, 7, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  add_general(70, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   // x86 Winograd at network-like channel counts (odd ones): several blocks of 16- or
   // 8-tile vectors with partial units at the row ends, blocks shrunk to one vector by
   // a long reduction, asymmetric padding.

@@ -60,7 +60,21 @@ inline bool reads_input_directly(const ConvGeometry& g) {
          g.out_h == g.in_h && g.out_w == g.in_w;
 }
 
-template <int MR, int NR>
+// The channel tiles of an im2col block run K in slices of kKSlice (the accumulators
+// parked between slices, gemm::Resume) where K > 2 * kKSlice, so that a panel's slice
+// of weights (32 KiB with AVX-512) stays in L1 across the block's tiles and the block's
+// slice in L2; and then (kOneBlock) a map of at most kOneBlockPixels pixels im2cols all
+// of them into one block, within kMaxScratchBytes, so that the weights stream once.
+// ResNet-18's 7x7x512 3x3 layers (K = 4608) took 2.9 ms at one thread cut into blocks
+// of one 48-pixel tile (all 9.4 MB of weights streamed for the 48 pixels and again for
+// the 49th), 3.3 in one block without slices (the block, a panel and the next one
+// overflowed L2), and 2.0 with both (Intel Xeon, 2026-11-25).
+constexpr size_t kKSlice = 256;
+constexpr size_t kOneBlockPixels = 256;
+
+inline bool slices_k(size_t k) { return k > 2 * kKSlice; }
+
+template <int MR, int NR, bool kOneBlock = false>
 Plan plan_of(const ConvGeometry& g) {
   Plan p;
   p.in_per_group = g.in_c / g.group;
@@ -71,6 +85,10 @@ Plan plan_of(const ConvGeometry& g) {
   p.tiles = (p.pixels + NR - 1) / NR;
   p.direct = reads_input_directly(g);
   p.block_tiles = std::clamp<size_t>((p.direct ? kDirectBlockFloats : kBlockFloats) / (p.k * NR), 1, kMaxBlockTiles);
+  if (kOneBlock && !p.direct && slices_k(p.k) && p.pixels <= kOneBlockPixels &&
+      p.tiles * NR <= kMaxScratchBytes / sizeof(float) / p.k) {
+    p.block_tiles = std::max(p.block_tiles, p.tiles);
+  }
   return p;
 }
 
@@ -116,9 +134,9 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
   }
 }
 
-template <int MR, int NR>
+template <int MR, int NR, bool kOneBlock = false>
 size_t workspace_per_thread_bytes(const ConvGeometry& g) {
-  const Plan p = plan_of<MR, NR>(g);
+  const Plan p = plan_of<MR, NR, kOneBlock>(g);
   return (p.direct ? 1 : p.block_tiles) * NR * p.k * sizeof(float);
 }
 
@@ -191,9 +209,10 @@ struct PixelTiles {
   static constexpr int MR = MR_, NR = NV * V::kWidth;
   // Broadcasts nothing from B: a partial tile of a directly read input is copied.
   static constexpr bool kReadsPartialInPlace = false;
+  // Never given a slice of K (run_impl slices only for the channel tiles).
   template <class Epi>
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                     size_t ldc, int mr, int nr, const float*, const Epi& epi) {
+                                     size_t ldc, int mr, int nr, const float*, const Epi& epi, const gemm::Resume&) {
     gemm::any_tile<V, MR, NV>(k, a, bias, gemm::StridedRows{b, ldb}, c, ldc, mr, nr, epi);
   }
 };
@@ -207,8 +226,9 @@ struct ChannelTiles {
   static constexpr bool kReadsPartialInPlace = true;
   template <class Epi>
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                     size_t ldc, int mr, int nr, const float* next_panel, const Epi& epi) {
-    gemm::any_ctile<V, MV, NP>(k, a, bias, b, ldb, c, ldc, mr, nr, next_panel, epi);
+                                     size_t ldc, int mr, int nr, const float* next_panel, const Epi& epi,
+                                     const gemm::Resume& rs) {
+    gemm::any_ctile<V, MV, NP>(k, a, bias, b, ldb, c, ldc, mr, nr, next_panel, epi, rs);
   }
 };
 
@@ -216,7 +236,7 @@ template <class T, class Epi>
 void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
               size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
   constexpr int MR = T::MR, NR = T::NR;
-  const Plan pl = plan_of<MR, NR>(g);
+  const Plan pl = plan_of<MR, NR, T::kReadsPartialInPlace>(g);
   const int threads = std::max(1, ctx.num_threads);
   // Work items: blocks of pixel tiles x chunks of panels, a few per thread so that
   // static scheduling balances them. Few tiles (7x7, 14x14 maps: 2 to 5 tiles, the
@@ -273,38 +293,60 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   chunks = (pl.panels + chunk_panels - 1) / chunk_panels;
   const long items = static_cast<long>(base_items * chunks);
   const float* bias_all = packed + weight_floats<MR>(pl, g.group);
+  // K in slices (channel tiles of an im2col block only; see kKSlice), the accumulators
+  // of a thread's item parked after its block in the scratch: [panel][pixel][MR].
+  const bool sliced = T::kReadsPartialInPlace && !pl.direct && slices_k(pl.k);
+  const size_t kslice = sliced ? kKSlice : pl.k;
 
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (long item = 0; item < items; ++item) {
-    // Chunk-major, so that a thread's contiguous share of items covers every block
-    // (short last blocks included) for its panels.
-    const size_t chunk = item / base_items, rest = item % base_items;
-    const size_t blk = rest % blocks;
-    const int gi = static_cast<int>(rest / blocks);
-    size_t p0 = 0, ncols = 0;
-    block_range(blk, &p0, &ncols);
-    if (ncols == 0) continue;
-    const size_t ntiles = (ncols + NR - 1) / NR, p_end = p0 + ncols;
-    const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
-    float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
-    const bool direct_tail = pl.direct && ncols % NR != 0 && !T::kReadsPartialInPlace;
-    if (!pl.direct) im2col_block<NR>(g, pl, in_g, in_cstep, p0, ncols, cols);
-    if (direct_tail) copy_tail<NR>(in_g + p0 + ncols / NR * NR, in_cstep, pl.k, static_cast<int>(ncols % NR), cols);
-    const int panel_end = static_cast<int>(std::min<size_t>(pl.panels, (chunk + 1) * chunk_panels));
-    for (int panel = static_cast<int>(chunk * chunk_panels); panel < panel_end; ++panel) {
-      const size_t gp = static_cast<size_t>(gi) * pl.panels + panel;
-      const float* a = packed + gp * pl.k * MR;
-      const int mr = std::min(MR, pl.out_per_group - panel * MR);
-      float* out_p = out + (static_cast<size_t>(gi) * pl.out_per_group + panel * MR) * out_cstep;
-      for (size_t t = 0; t < ntiles; ++t) {
-        const size_t pt = p0 + t * NR;
-        const int nr = static_cast<int>(std::min<size_t>(NR, p_end - pt));
-        const bool from_input = pl.direct && (nr == NR || T::kReadsPartialInPlace);
-        const float* b = from_input ? in_g + pt : pl.direct ? cols : cols + t * pl.k * NR;
-        const size_t ldb = from_input ? in_cstep : NR;
-        // The block's first tile brings the next panel's weights towards L2.
-        const float* next = t == 0 && panel + 1 < panel_end ? a + pl.k * MR : nullptr;
-        T::run(pl.k, a, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, next, epi);
+#pragma omp parallel num_threads(threads)
+  {
+    // The (group, block) whose im2col the thread's scratch holds: a thread's next item
+    // is often the same block for other panels (few tiles, split by panels).
+    size_t cached = static_cast<size_t>(-1);
+#pragma omp for schedule(static)
+    for (long item = 0; item < items; ++item) {
+      // Chunk-major, so that a thread's contiguous share of items covers every block
+      // (short last blocks included) for its panels.
+      const size_t chunk = item / base_items, rest = item % base_items;
+      const size_t blk = rest % blocks;
+      const int gi = static_cast<int>(rest / blocks);
+      size_t p0 = 0, ncols = 0;
+      block_range(blk, &p0, &ncols);
+      if (ncols == 0) continue;
+      const size_t ntiles = (ncols + NR - 1) / NR, p_end = p0 + ncols;
+      const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
+      float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
+      float* parked = cols + block_tiles * NR * pl.k;
+      const bool direct_tail = pl.direct && ncols % NR != 0 && !T::kReadsPartialInPlace;
+      if (!pl.direct && cached != rest) {
+        im2col_block<NR>(g, pl, in_g, in_cstep, p0, ncols, cols);
+        cached = rest;
+      }
+      if (direct_tail) copy_tail<NR>(in_g + p0 + ncols / NR * NR, in_cstep, pl.k, static_cast<int>(ncols % NR), cols);
+      const int panel0 = static_cast<int>(chunk * chunk_panels);
+      const int panel_end = static_cast<int>(std::min<size_t>(pl.panels, (chunk + 1) * chunk_panels));
+      for (size_t k0 = 0; k0 < pl.k; k0 += kslice) {
+        const size_t kn = std::min(kslice, pl.k - k0);
+        for (int panel = panel0; panel < panel_end; ++panel) {
+          const size_t gp = static_cast<size_t>(gi) * pl.panels + panel;
+          const float* a = packed + gp * pl.k * MR;
+          const int mr = std::min(MR, pl.out_per_group - panel * MR);
+          float* out_p = out + (static_cast<size_t>(gi) * pl.out_per_group + panel * MR) * out_cstep;
+          float* park = parked + static_cast<size_t>(panel - panel0) * block_tiles * NR * MR;
+          const gemm::Resume rs{k0 > 0 ? park : nullptr, k0 + kn < pl.k ? park : nullptr};
+          for (size_t t = 0; t < ntiles; ++t) {
+            const size_t pt = p0 + t * NR;
+            const int nr = static_cast<int>(std::min<size_t>(NR, p_end - pt));
+            const bool from_input = pl.direct && (nr == NR || T::kReadsPartialInPlace);
+            const float* b = from_input ? in_g + pt : pl.direct ? cols : cols + (t * pl.k + k0) * NR;
+            const size_t ldb = from_input ? in_cstep : NR;
+            // The block's first tile brings the next panel's weights (their slice)
+            // towards L2.
+            const float* next = t == 0 && panel + 1 < panel_end ? a + (pl.k + k0) * MR : nullptr;
+            T::run(kn, a + k0 * MR, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, next, epi,
+                   rs.at(t * NR * MR));
+          }
+        }
       }
     }
   }
@@ -381,12 +423,12 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
       if (next) {
         for (; gi < std::min<size_t>(full, MR / 16); ++gi) {
           gemm::ctile<V, MV, NP, true>(pl.k, a, bias, groups + gi * NP * pl.k, NP, c + gi * NP, out_cstep, mr,
-                                       next + gi * pl.k * 16, epi);
+                                       next + gi * pl.k * 16, epi, gemm::Resume());
         }
       }
       for (; gi < full; ++gi) {
         gemm::ctile<V, MV, NP, false>(pl.k, a, bias, groups + gi * NP * pl.k, NP, c + gi * NP, out_cstep, mr, nullptr,
-                                      epi);
+                                      epi, gemm::Resume());
       }
       if (rest) {
         gemm::any_ctile<V, MV, NP>(pl.k, a, bias, groups + full * NP * pl.k, rest, c + full * NP, out_cstep, mr, rest,
@@ -417,7 +459,9 @@ size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
     const Plan pl = plan_of<MR, NR>(g);
     return pl.pixels * pl.k * sizeof(float);
   }
-  return workspace_per_thread_bytes<MR, NR>(g);
+  const Plan pl = plan_of<MR, NR, true>(g);
+  const size_t parked = !pl.direct && slices_k(pl.k) ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0;
+  return workspace_per_thread_bytes<MR, NR, true>(g) + parked * sizeof(float);
 }
 
 // Which orientation a geometry prefers, from a cycle model of the register tiles:

@@ -165,17 +165,31 @@ KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, Ro
 // maps of 7x7 pixels a panel's weights serve only a few tiles, and cold weights from L3
 // held 7x7 layers at 66-69% of the FMA peak in whole networks against 85% warm; all
 // of them prefetched within one tile (2 lines per step with AVX-512) came too late.
+//
+// Resume: a tile over a slice of K starts from the accumulators an earlier slice parked
+// ([NP][MV * W] at `from`, else the bias) and parks its own at `park` for the next
+// slice (else the epilogue writes C): the same fma chain per output as one pass.
+struct Resume {
+  const float* from = nullptr;
+  float* park = nullptr;
+  Resume at(size_t offset) const { return {from ? from + offset : nullptr, park ? park + offset : nullptr}; }
+};
+
 template <class V, int MV, int NP, bool kPrefetch, class Epi>
 __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias,
                                      const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr,
-                                     const float* pf, const Epi& epi) {
+                                     const float* pf, const Epi& epi, const Resume& rs) {
   using R = typename V::reg;
   constexpr int W = V::kWidth, MR = MV * W;
   R acc[NP][MV];
-  static_for<MV>([&](auto v) {
-    const R bv = V::loadu(bias + v * W);
-    static_for<NP>([&](auto p) { acc[p][v] = bv; });
-  });
+  if (rs.from) {
+    static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { acc[p][v] = V::loadu(rs.from + p * MR + v * W); }); });
+  } else {
+    static_for<MV>([&](auto v) {
+      const R bv = V::loadu(bias + v * W);
+      static_for<NP>([&](auto p) { acc[p][v] = bv; });
+    });
+  }
   for (size_t kk = 0; kk < k; ++kk) {
     R w[MV];
     static_for<MV>([&](auto v) { w[v] = V::loadu(a + v * W); });
@@ -190,6 +204,10 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
     a += MR;
     b += ldb;
   }
+  if (rs.park) {
+    static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(rs.park + p * MR + v * W, acc[p][v]); }); });
+    return;
+  }
   alignas(64) float buf[NP][MR];
   static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(&buf[p][v * W], epi(acc[p][v])); }); });
   for (int r = 0; r < mr; ++r) {
@@ -202,17 +220,22 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
 // Columns [0, nr) of an MV x any tile: NP pixels at a time, the rest by 4 and by 1.
 // The first NP-pixel tiles prefetch the next panel's weights (pf, or nullptr), a line
 // per k step each (ctile).
+// rs: as ctile's, for pixel 0 of the columns ([nr][MV * W] floats).
 template <class V, int MV, int NP, class Epi>
 KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                  size_t ldc, int mr, int nr, const float* pf, const Epi& epi) {
+                                  size_t ldc, int mr, int nr, const float* pf, const Epi& epi,
+                                  const Resume& rs = Resume()) {
+  constexpr int MR = MV * V::kWidth;
   int j = 0;
-  constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth / 16);
+  constexpr int kPrefetchTiles = std::max(1, MR / 16);
   for (int i = 0; pf && i < kPrefetchTiles && j + NP <= nr; ++i, j += NP) {
-    ctile<V, MV, NP, true>(k, a, bias, b + j, ldb, c + j, ldc, mr, pf + i * k * 16, epi);
+    ctile<V, MV, NP, true>(k, a, bias, b + j, ldb, c + j, ldc, mr, pf + i * k * 16, epi, rs.at(j * MR));
   }
-  for (; j + NP <= nr; j += NP) ctile<V, MV, NP, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi);
-  for (; j + 4 <= nr; j += 4) ctile<V, MV, 4, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi);
-  for (; j < nr; ++j) ctile<V, MV, 1, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi);
+  for (; j + NP <= nr; j += NP) {
+    ctile<V, MV, NP, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi, rs.at(j * MR));
+  }
+  for (; j + 4 <= nr; j += 4) ctile<V, MV, 4, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi, rs.at(j * MR));
+  for (; j < nr; ++j) ctile<V, MV, 1, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi, rs.at(j * MR));
 }
 
 }  // namespace gemm
