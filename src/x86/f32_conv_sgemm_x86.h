@@ -410,29 +410,37 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
     const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
     pack_pixel_groups<V, NP>(in, in_cstep, pl.k, pl.k * t / n, pl.k * (t + 1) / n, pl.pixels, groups);
 #pragma omp barrier
+    // K in slices where it is long (kKSlice), the accumulators parked in the thread's
+    // own scratch after the groups' room: [pixel][MR].
+    const size_t kslice = slices_k(pl.k) ? kKSlice : pl.k;
+    float* parked = static_cast<float*>(ctx.scratch_of(static_cast<int>(t))) + pl.pixels * pl.k;
 #pragma omp for schedule(static) nowait
     for (int panel = 0; panel < pl.panels; ++panel) {
       const float* a = packed + static_cast<size_t>(panel) * pl.k * MR;
       const float* bias = bias_all + static_cast<size_t>(panel) * MR;
       const int mr = std::min(MR, pl.out_per_group - panel * MR);
       float* c = out + static_cast<size_t>(panel) * MR * out_cstep;
-      // The first groups bring the next panel's weights towards L2, a 64-byte line per
-      // k step, so spread over MR / 16 groups.
       const float* next = panel + 1 < pl.panels ? a + pl.k * MR : nullptr;
-      size_t gi = 0;
-      if (next) {
-        for (; gi < std::min<size_t>(full, MR / 16); ++gi) {
-          gemm::ctile<V, MV, NP, true>(pl.k, a, bias, groups + gi * NP * pl.k, NP, c + gi * NP, out_cstep, mr,
-                                       next + gi * pl.k * 16, epi, gemm::Resume());
+      for (size_t k0 = 0; k0 < pl.k; k0 += kslice) {
+        const size_t kn = std::min(kslice, pl.k - k0);
+        const gemm::Resume rs{k0 > 0 ? parked : nullptr, k0 + kn < pl.k ? parked : nullptr};
+        // The first groups bring the next panel's weights (this slice of them) towards
+        // L2, a 64-byte line per k step, so spread over MR / 16 groups.
+        size_t gi = 0;
+        if (next) {
+          for (; gi < std::min<size_t>(full, MR / 16); ++gi) {
+            gemm::ctile<V, MV, NP, true>(kn, a + k0 * MR, bias, groups + (gi * pl.k + k0) * NP, NP, c + gi * NP,
+                                         out_cstep, mr, next + k0 * MR + gi * kn * 16, epi, rs.at(gi * NP * MR));
+          }
         }
-      }
-      for (; gi < full; ++gi) {
-        gemm::ctile<V, MV, NP, false>(pl.k, a, bias, groups + gi * NP * pl.k, NP, c + gi * NP, out_cstep, mr, nullptr,
-                                      epi, gemm::Resume());
-      }
-      if (rest) {
-        gemm::any_ctile<V, MV, NP>(pl.k, a, bias, groups + full * NP * pl.k, rest, c + full * NP, out_cstep, mr, rest,
-                                   nullptr, epi);
+        for (; gi < full; ++gi) {
+          gemm::ctile<V, MV, NP, false>(kn, a + k0 * MR, bias, groups + (gi * pl.k + k0) * NP, NP, c + gi * NP,
+                                        out_cstep, mr, nullptr, epi, rs.at(gi * NP * MR));
+        }
+        if (rest) {
+          gemm::any_ctile<V, MV, NP>(kn, a + k0 * MR, bias, groups + full * NP * pl.k + k0 * rest, rest,
+                                     c + full * NP, out_cstep, mr, rest, nullptr, epi, rs.at(full * NP * MR));
+        }
       }
     }
   }
@@ -451,13 +459,13 @@ void run_channels(const ConvGeometry& g, const float* packed, const float* in, s
 }
 
 template <int MR, int NR>
-// Thread 0's holds the pixel groups (run_channels_direct), the others' go unused:
-// per-thread scratch, unlike the shared workspace, is there in every caller (the fused
-// layers' bands included).
+// Thread 0's holds the pixel groups (run_channels_direct), the others' room for them
+// goes unused (per-thread scratch, unlike the shared workspace, is there in every
+// caller, the fused layers' bands included); then each thread's parked accumulators.
 size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
   if (packs_pixel_groups<MR>(g)) {
     const Plan pl = plan_of<MR, NR>(g);
-    return pl.pixels * pl.k * sizeof(float);
+    return (pl.pixels * pl.k + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
   }
   const Plan pl = plan_of<MR, NR, true>(g);
   const size_t parked = !pl.direct && slices_k(pl.k) ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0;
