@@ -76,10 +76,15 @@ bool supports_cvec(const ConvGeometry& g, int lanes) {
   //             56x56 0.152 / 0.150, 7x7 0.036 / 0.064 / 0.030;
   //    8 lanes: s2 0.033-0.114 / 0.113-0.159 at every size; s1 28x28 0.107 / 0.142,
   //             56x56 0.137 / 0.146, 112x112 0.133 / 0.131, 14x14 0.079 / 0.097 / 0.069.
-  // The stride-1 maps the flat kernel computes stay with it.
+  // The stride-1 maps the flat kernel computes stay with it. On an Intel Xeon (full
+  // width AVX-512, 2026-11-25), 16 lanes at 56x56x128 stride 1: 0.146 / 0.148 ms at 1
+  // thread, 0.069 / 0.121 at 2 (the planar kernel's row bands scale poorly there), but
+  // the planar kernel kept 112-pixel rows: 0.117 / 0.165 (s1) and 0.151 / 0.171 (s2 to
+  // 56) at 1 thread.
   if (!supports(g)) return false;
   const bool flat_map = g.sw == 1 && g.out_w <= (lanes == 16 ? 8 : 16);
-  return !flat_map && g.out_w <= (lanes == 16 ? 32 : 64);
+  const int widest = lanes == 16 && g.sw == 2 ? 32 : 64;
+  return !flat_map && g.out_w <= widest;
 }
 
 size_t cvec_packed_floats(const ConvGeometry& g, int lanes) {
