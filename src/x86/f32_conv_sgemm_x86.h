@@ -316,7 +316,7 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
       const size_t ntiles = (ncols + NR - 1) / NR, p_end = p0 + ncols;
       const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
       float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
-      float* parked = cols + block_tiles * NR * pl.k;
+      float* parked = sliced ? cols + block_tiles * NR * pl.k : nullptr;
       const bool direct_tail = pl.direct && ncols % NR != 0 && !T::kReadsPartialInPlace;
       if (!pl.direct && cached != rest) {
         im2col_block<NR>(g, pl, in_g, in_cstep, p0, ncols, cols);
@@ -366,9 +366,9 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
 // contiguous stream instead of K rows a channel step apart. MobileNet v1's 14x14x512
 // 1x1 layers took 0.64 ms reading the rows in place and 0.60 from the groups at one
 // thread (kestrel-microbench), 0.42 and 0.35 at two in the network (Intel Xeon,
-// AVX-512, 2026-11-25); its 7x7x1024 one 0.69 and 0.62 at one thread.
+// AVX-512, 2026-11-25); its 7x7x1024 one 0.69 and 0.62 at one thread. Copies rows
+// [k0, k1) of the K.
 template <class V, int NP>
-// Rows [k0, k1) of the K.
 void pack_pixel_groups(const float* in, size_t in_cstep, size_t k, size_t k0, size_t k1, size_t pixels, float* dst) {
   constexpr int W = V::kWidth;
   const size_t full = pixels / NP;
@@ -466,10 +466,10 @@ void run_channels(const ConvGeometry& g, const float* packed, const float* in, s
   });
 }
 
-template <int MR, int NR>
 // Thread 0's holds the pixel groups (run_channels_direct), the others' room for them
 // goes unused (per-thread scratch, unlike the shared workspace, is there in every
 // caller, the fused layers' bands included); then each thread's parked accumulators.
+template <int MR, int NR>
 size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
   if (packs_pixel_groups<MR>(g)) {
     const Plan pl = plan_of<MR, NR>(g);
