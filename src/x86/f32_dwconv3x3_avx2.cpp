@@ -6,6 +6,7 @@
 #include "x86/f32_dwconv3x3_cvec_x86.h"
 #include "x86/f32_dwconv3x3_flat_x86.h"
 #include "x86/x86_kernels.h"
+#include "x86/x86_vec.h"
 
 namespace kestrel::kernels::x86 {
 namespace {
@@ -44,29 +45,8 @@ struct VecAvx2 {
     ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
     od = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
   }
-  // r[j][i] = r[i][j]: 4x4 blocks within the 128-bit lanes, then the two lanes swapped.
-  static __attribute__((always_inline)) void transpose(T r[8]) {
-    T a[8], b[8];
-    dwconv3x3::unroll<4>([&](auto h) __attribute__((always_inline)) {
-      constexpr int k = 2 * decltype(h)::value;
-      a[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-      a[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    });
-    dwconv3x3::unroll<2>([&](auto mm) __attribute__((always_inline)) {  // b[m + q], lane L: column 4L + q of rows m .. m + 3
-      constexpr int m = 4 * decltype(mm)::value;
-      const __m256d a0 = _mm256_castps_pd(a[m]), a1 = _mm256_castps_pd(a[m + 1]);
-      const __m256d a2 = _mm256_castps_pd(a[m + 2]), a3 = _mm256_castps_pd(a[m + 3]);
-      b[m] = _mm256_castpd_ps(_mm256_unpacklo_pd(a0, a2));
-      b[m + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a0, a2));
-      b[m + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(a1, a3));
-      b[m + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(a1, a3));
-    });
-    dwconv3x3::unroll<4>([&](auto qq) __attribute__((always_inline)) {
-      constexpr int q = decltype(qq)::value;
-      r[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
-      r[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
-    });
-  }
+  // r[j][i] = r[i][j] (x86_vec.h).
+  static __attribute__((always_inline)) void transpose(T r[8]) { transpose_square(r); }
 };
 
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,

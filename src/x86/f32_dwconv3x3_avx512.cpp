@@ -10,6 +10,7 @@
 #include "x86/f32_dwconv3x3_cvec_x86.h"
 #include "x86/f32_dwconv3x3_flat_x86.h"
 #include "x86/x86_kernels.h"
+#include "x86/x86_vec.h"
 
 namespace kestrel::kernels::x86 {
 namespace {
@@ -45,33 +46,8 @@ struct VecAvx512 {
     ev = _mm512_permutex2var_ps(a, ie, b);
     od = _mm512_permutex2var_ps(a, io, b);
   }
-  // r[j][i] = r[i][j]: 4x4 blocks within the 128-bit lanes, then the lanes as a 4x4.
-  static __attribute__((always_inline)) void transpose(T r[16]) {
-    T a[16], b[16];
-    dwconv3x3::unroll<8>([&](auto h) __attribute__((always_inline)) {
-      constexpr int k = 2 * decltype(h)::value;
-      a[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
-      a[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
-    });
-    dwconv3x3::unroll<4>([&](auto mm) __attribute__((always_inline)) {  // b[m + q], lane L: column 4L + q of rows m .. m + 3
-      constexpr int m = 4 * decltype(mm)::value;
-      const __m512d a0 = _mm512_castps_pd(a[m]), a1 = _mm512_castps_pd(a[m + 1]);
-      const __m512d a2 = _mm512_castps_pd(a[m + 2]), a3 = _mm512_castps_pd(a[m + 3]);
-      b[m] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
-      b[m + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
-      b[m + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
-      b[m + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
-    });
-    dwconv3x3::unroll<4>([&](auto qq) __attribute__((always_inline)) {
-      constexpr int q = decltype(qq)::value;
-      const T c0 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0x88), c1 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0xdd);
-      const T c2 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0x88), c3 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0xdd);
-      r[q] = _mm512_shuffle_f32x4(c0, c2, 0x88);
-      r[4 + q] = _mm512_shuffle_f32x4(c1, c3, 0x88);
-      r[8 + q] = _mm512_shuffle_f32x4(c0, c2, 0xdd);
-      r[12 + q] = _mm512_shuffle_f32x4(c1, c3, 0xdd);
-    });
-  }
+  // r[j][i] = r[i][j] (x86_vec.h).
+  static __attribute__((always_inline)) void transpose(T r[16]) { transpose_square(r); }
 };
 
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,

@@ -210,10 +210,36 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
   }
   alignas(64) float buf[NP][MR];
   static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(&buf[p][v * W], epi(acc[p][v])); }); });
-  for (int r = 0; r < mr; ++r) {
-    float* row = c + static_cast<size_t>(r) * ldc;
-    for (int p = 0; p < NP; ++p) row[p] = buf[p][r];
-    epi.finish(row, NP);
+  if constexpr (2 * NP >= W) {
+    // Each vector's W channels become W rows of NP pixels (the lanes past NP zero) in
+    // registers, a masked store a channel: MobileNet v1's 14x14 tiles ran 7% faster
+    // than copying the buffer out float by float, 20% at K = 128. The buffer between
+    // keeps the transposes' registers from competing with the accumulators: without
+    // it GCC spilled the accumulators inside the k loop, at half the speed.
+    static_for<MV>([&](auto v) {
+      R t[W];
+      static_for<W>([&](auto p) {
+        if constexpr (p < NP) {
+          t[p] = V::loadu(&buf[p][v * W]);
+        } else {
+          t[p] = V::zero();
+        }
+      });
+      transpose_square(t);
+      static_for<W>([&](auto r) {
+        if (v * W + r < mr) {
+          float* row = c + static_cast<size_t>(v * W + r) * ldc;
+          V::store_partial(row, t[r], NP);
+          epi.finish(row, NP);
+        }
+      });
+    });
+  } else {
+    for (int r = 0; r < mr; ++r) {
+      float* row = c + static_cast<size_t>(r) * ldc;
+      for (int p = 0; p < NP; ++p) row[p] = buf[p][r];
+      epi.finish(row, NP);
+    }
   }
 }
 

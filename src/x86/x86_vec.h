@@ -113,4 +113,64 @@ KESTREL_X86_INLINE void static_for(F&& f) {
   vec_detail::static_for_from<0, N>(f);
 }
 
+// r[j][i] = r[i][j] for the W x W floats of r[0..W): 2x2 and 4x4 blocks within the
+// 128-bit lanes, then the lanes. Where a kernel turns channel vectors into pixel rows
+// or back (the channel-vector depthwise kernels, the channel-tile GEMM's stores).
+KESTREL_X86_INLINE void transpose_square(__m256* r) {
+  __m256 a[8], b[8];
+  static_for<4>([&](auto h) {
+    constexpr int k = 2 * decltype(h)::value;
+    a[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    a[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  });
+  static_for<2>([&](auto mm) {  // b[m + q], lane L: column 4L + q of rows m .. m + 3
+    constexpr int m = 4 * decltype(mm)::value;
+    const __m256d a0 = _mm256_castps_pd(a[m]), a1 = _mm256_castps_pd(a[m + 1]);
+    const __m256d a2 = _mm256_castps_pd(a[m + 2]), a3 = _mm256_castps_pd(a[m + 3]);
+    b[m] = _mm256_castpd_ps(_mm256_unpacklo_pd(a0, a2));
+    b[m + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a0, a2));
+    b[m + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(a1, a3));
+    b[m + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(a1, a3));
+  });
+  static_for<4>([&](auto qq) {
+    constexpr int q = decltype(qq)::value;
+    r[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
+    r[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
+  });
+}
+
+#if defined(__AVX512F__)
+// The zero-masked forms with every lane kept: the same instructions, without GCC 12's
+// "may be used uninitialized" for the unmasked intrinsics' undefined pass-through.
+KESTREL_X86_INLINE void transpose_square(__m512* r) {
+  __m512 a[16], b[16];
+  static_for<8>([&](auto h) {
+    constexpr int k = 2 * decltype(h)::value;
+    a[k] = _mm512_maskz_unpacklo_ps(0xFFFF, r[k], r[k + 1]);
+    a[k + 1] = _mm512_maskz_unpackhi_ps(0xFFFF, r[k], r[k + 1]);
+  });
+  static_for<4>([&](auto mm) {  // b[m + q], lane L: column 4L + q of rows m .. m + 3
+    constexpr int m = 4 * decltype(mm)::value;
+    const __m512d a0 = _mm512_castps_pd(a[m]), a1 = _mm512_castps_pd(a[m + 1]);
+    const __m512d a2 = _mm512_castps_pd(a[m + 2]), a3 = _mm512_castps_pd(a[m + 3]);
+    b[m] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, a0, a2));
+    b[m + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, a0, a2));
+    b[m + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, a1, a3));
+    b[m + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, a1, a3));
+  });
+  auto lanes = [](__m512 x, __m512 y, auto imm) { return _mm512_maskz_shuffle_f32x4(0xFFFF, x, y, decltype(imm)::value); };
+  using Even = std::integral_constant<int, 0x88>;
+  using Odd = std::integral_constant<int, 0xdd>;
+  static_for<4>([&](auto qq) {
+    constexpr int q = decltype(qq)::value;
+    const __m512 c0 = lanes(b[q], b[4 + q], Even{}), c1 = lanes(b[q], b[4 + q], Odd{});
+    const __m512 c2 = lanes(b[8 + q], b[12 + q], Even{}), c3 = lanes(b[8 + q], b[12 + q], Odd{});
+    r[q] = lanes(c0, c2, Even{});
+    r[4 + q] = lanes(c1, c3, Even{});
+    r[8 + q] = lanes(c0, c2, Odd{});
+    r[12 + q] = lanes(c1, c3, Odd{});
+  });
+}
+#endif
+
 KESTREL_X86_NS_END
