@@ -332,7 +332,7 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
           const float* a = packed + gp * pl.k * MR;
           const int mr = std::min(MR, pl.out_per_group - panel * MR);
           float* out_p = out + (static_cast<size_t>(gi) * pl.out_per_group + panel * MR) * out_cstep;
-          float* park = parked + static_cast<size_t>(panel - panel0) * block_tiles * NR * MR;
+          float* park = sliced ? parked + static_cast<size_t>(panel - panel0) * block_tiles * NR * MR : nullptr;
           const gemm::Resume rs{k0 > 0 ? park : nullptr, k0 + kn < pl.k ? park : nullptr};
           for (size_t t = 0; t < ntiles; ++t) {
             const size_t pt = p0 + t * NR;
