@@ -433,11 +433,11 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
         const size_t kn = std::min(kslice, pl.k - k0);
         const gemm::Resume rs{k0 > 0 ? parked : nullptr, k0 + kn < pl.k ? parked : nullptr};
         // The first groups bring the next panel's weights (this slice of them) towards
-        // L2, a 64-byte line per k step, so spread over MR / 16 groups.
+        // L2, a 64-byte line per k step, so spread over kPrefetchTiles groups.
         for (size_t gi = g0; gi < std::min(g1, full); ++gi) {
           const float* b = groups + (gi * pl.k + k0) * NP;
           const size_t nth = gi - g0;
-          if (next && nth < MR / 16) {
+          if (next && nth < static_cast<size_t>(gemm::kPrefetchTiles<V, MV>)) {
             gemm::ctile<V, MV, NP, true>(kn, a + k0 * MR, bias, b, NP, c + gi * NP, out_cstep, mr,
                                          next + k0 * MR + nth * kn * 16, epi, rs.at(gi * NP * MR));
           } else {

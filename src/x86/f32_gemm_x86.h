@@ -175,6 +175,10 @@ struct Resume {
   Resume at(size_t offset) const { return {from ? from + offset : nullptr, park ? park + offset : nullptr}; }
 };
 
+// How many prefetching tiles cover a panel's weights (a line per k step each).
+template <class V, int MV>
+constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth / 16);
+
 template <class V, int MV, int NP, bool kPrefetch, class Epi>
 __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias,
                                      const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr,
@@ -253,8 +257,7 @@ KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, c
                                   const Resume& rs = Resume()) {
   constexpr int MR = MV * V::kWidth;
   int j = 0;
-  constexpr int kPrefetchTiles = std::max(1, MR / 16);
-  for (int i = 0; pf && i < kPrefetchTiles && j + NP <= nr; ++i, j += NP) {
+  for (int i = 0; pf && i < kPrefetchTiles<V, MV> && j + NP <= nr; ++i, j += NP) {
     ctile<V, MV, NP, true>(k, a, bias, b + j, ldb, c + j, ldc, mr, pf + i * k * 16, epi, rs.at(j * MR));
   }
   for (; j + NP <= nr; j += NP) {
