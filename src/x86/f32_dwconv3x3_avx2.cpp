@@ -16,6 +16,7 @@ struct VecAvx2 {
   static constexpr int kW = 8;
   static constexpr int kMaxVecs = 3;
   static constexpr int kCvecUnroll = 4;  // pixels in flight in the channel-vector kernel (16 registers)
+  static constexpr int kCvecRows = 1;    // output rows a step computes (2 would not fit 16 registers)
 
   static __m256i mask(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
   static T zero() { return _mm256_setzero_ps(); }

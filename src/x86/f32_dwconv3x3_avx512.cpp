@@ -20,6 +20,7 @@ struct VecAvx512 {
   static constexpr int kW = 16;
   static constexpr int kMaxVecs = 4;
   static constexpr int kCvecUnroll = 8;  // pixels in flight in the channel-vector kernel
+  static constexpr int kCvecRows = 2;    // output rows a step computes: 2 x 8 accumulators + 9 taps
 
   static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   static T zero() { return _mm512_setzero_ps(); }

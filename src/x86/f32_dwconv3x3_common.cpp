@@ -64,7 +64,8 @@ CvecPlan make_cvec_plan(const ConvGeometry& g, int lanes) {
   p.row_px = (round_up(g.out_w, lanes) - 1) * g.sw + 3;
   p.used_w = std::min(g.in_w, (g.out_w - 1) * g.sw + 3 - g.pad_left);
   p.slot = static_cast<size_t>(p.row_px) * lanes;
-  p.floats_per_thread = p.slot * (1 + kCvecSlots) + static_cast<size_t>(round_up(g.out_w, lanes)) * lanes;
+  p.stage_floats = static_cast<size_t>(round_up(g.out_w, lanes)) * lanes;
+  p.floats_per_thread = p.slot * (1 + kCvecSlots) + kCvecMaxRows * p.stage_floats;
   return p;
 }
 
