@@ -116,10 +116,12 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
     }
   }
   const int threads = std::max(1, ctx.num_threads);
+  // Rows outer, channels inner: thread t fills about the t-th share of the rows, the
+  // ones the t-th share of output rows below reads, so they are in its own cache.
   const long fill_items = static_cast<long>(g.in_c) * l.padded_h;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (long item = 0; item < fill_items; ++item) {
-    const int c = static_cast<int>(item / l.padded_h), y = static_cast<int>(item % l.padded_h);
+    const int y = static_cast<int>(item / g.in_c), c = static_cast<int>(item % g.in_c);
     fill_row(g, l, in + c * in_cstep, y, rows + c * l.channel_floats + static_cast<size_t>(y) * l.row_len);
   }
   // Work items: (output row, chunk of panels); all panels in one chunk when the rows
