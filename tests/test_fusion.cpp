@@ -19,28 +19,14 @@ bool fuses_here() {
   return isa == kestrel::kernels::Isa::kAvx2 || isa == kestrel::kernels::Isa::kAvx512;
 }
 
-void add_depthwise(ModelBuilder& b, const std::string& name, const std::string& bottom, int channels, int stride,
-                   uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
-  std::vector<float> w(size_t(channels) * 9), bias(channels);
-  for (float& v : w) v = dist(rng);
-  for (float& v : bias) v = dist(rng);
-  const uint32_t wi = b.add_weight(name + "/w", {channels, 1, 3, 3}, w);
-  const uint32_t bi = b.add_weight(name + "/b", {channels}, bias);
-  kestrel::fb::LayerParamsUnion u = kt::conv_params(channels, 3, stride, 1, true);
-  u.AsConvolutionParam()->group = channels;
-  b.add_layer("Convolution", name, {bottom}, {name}, std::move(u), {wi, bi});
-}
-
 // data [c, h, w] -> pw1 -> dw1 (stride s1) -> pw2 -> dw2 (stride s2) -> out
 ModelBuilder pair_net(int c, int h, int w, int c1, int s1, int c2, int s2) {
   ModelBuilder b;
   b.add_input("data", {c, h, w});
   kt::add_conv(b, "pw1", "data", c, c1, 1, 3);
-  add_depthwise(b, "dw1", "pw1", c1, s1, 5);
+  kt::add_depthwise(b, "dw1", "pw1", c1, s1, 5);
   kt::add_conv(b, "pw2", "dw1", c1, c2, 1, 9);
-  add_depthwise(b, "dw2", "pw2", c2, s2, 11);
+  kt::add_depthwise(b, "dw2", "pw2", c2, s2, 11);
   b.add_output("dw2");
   return b;
 }
@@ -48,6 +34,7 @@ ModelBuilder pair_net(int c, int h, int w, int c1, int s1, int c2, int s2) {
 kestrel::Mat run(const ModelBuilder& b, bool fuse, int threads, const std::string& blob = "dw2") {
   kestrel::Net net;
   net.option().fuse_layers = fuse;
+  net.option().blocked_layout = false;  // a blocked pair is not fused (tests/test_blocked_layout.cpp)
   kestrel::Status s = kt::load(net, b);
   REQUIRE_MESSAGE(s.ok(), s.message());
   kestrel::Extractor ex = net.create_extractor();
@@ -62,6 +49,7 @@ kestrel::Mat run(const ModelBuilder& b, bool fuse, int threads, const std::strin
 // Whether a Net loaded with fusion on keeps `blob`.
 bool stored(const ModelBuilder& b, const std::string& blob) {
   kestrel::Net net;
+  net.option().blocked_layout = false;
   REQUIRE(kt::load(net, b).ok());
   kestrel::Extractor ex = net.create_extractor();
   REQUIRE(ex.input("data", kt::random_input(net, "data", 17)).ok());

@@ -26,6 +26,7 @@ struct Args {
   int warmup = 2;
   bool light = true;
   bool fuse = true;
+  bool blocked = true;
   kestrel::MemoryStrategy memory = kestrel::MemoryStrategy::kPool;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
   std::map<std::string, std::string> npy_inputs;  // input name -> .npy path
@@ -38,6 +39,7 @@ struct Args {
 const char* kUsage =
     "usage: kestrel-bench MODEL.kst [--threads N] [--loops N] [--warmup N]\n"
     "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast] [--fuse on|off]\n"
+    "                     [--blocked on|off]\n"
     "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
     "                     [--json OUT.json] [--memory-trace OUT.csv]\n"
     "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"
@@ -86,6 +88,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->light = v == "on";
     } else if (f == "--fuse" && (v == "on" || v == "off")) {
       a->fuse = v == "on";
+    } else if (f == "--blocked" && (v == "on" || v == "off")) {
+      a->blocked = v == "on";
     } else if (f == "--memory" && v == "none") {
       a->memory = kestrel::MemoryStrategy::kNone;
     } else if (f == "--memory" && v == "pool") {
@@ -142,6 +146,7 @@ class Bench {
     net_.option().num_threads = a_.threads;
     net_.option().light_mode = a_.light;
     net_.option().fuse_layers = a_.fuse;
+    net_.option().blocked_layout = a_.blocked;
     net_.option().memory = a_.memory;
     for (const auto& [name, shape] : a_.shapes) net_.set_input_shape(name, shape);
     kestrel::Status s = net_.load(a_.model);
@@ -289,8 +294,8 @@ const char* memory_name(kestrel::MemoryStrategy m) {
 
 std::string Bench::config() const {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "threads=%d light=%s fuse=%s memory=%s kernels=%s isa=%s loops=%d warmup=%d",
-                a_.threads, a_.light ? "on" : "off", a_.fuse ? "on" : "off", memory_name(a_.memory), a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref",
+  std::snprintf(buf, sizeof buf, "threads=%d light=%s fuse=%s blocked=%s memory=%s kernels=%s isa=%s loops=%d warmup=%d",
+                a_.threads, a_.light ? "on" : "off", a_.fuse ? "on" : "off", a_.blocked ? "on" : "off", memory_name(a_.memory), a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref",
                 a_.kernels == kestrel::KernelSet::kFast ? kestrel::kernels::isa_name(kestrel::kernels::active_isa())
                                                         : "ref",
                 a_.loops, a_.warmup);

@@ -7,22 +7,24 @@ Why: on the shared hosts these benchmarks run on, a binary's latency drifts by 1
 within minutes, more than most kernel changes move it; single runs decide nothing.
 
   bench/ab/ab.py A_BENCH B_BENCH MODEL.kst [--threads 1] [--rounds 8] [--loops 20]
-                 [--warmup 3] [--fuse on|off] [--show 0.005]
+                 [--warmup 3] [--fuse on|off] [--show 0.005] [--a-flags "..."] [--b-flags "..."]
 
-A_BENCH / B_BENCH: two kestrel-bench builds (copy one aside before rebuilding).
+A_BENCH / B_BENCH: two kestrel-bench builds (copy one aside before rebuilding), or one
+build twice with different --a-flags / --b-flags (say "--blocked off" against "").
 """
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 
 
-def run(bench, args, out):
+def run(bench, flags, args, out):
     cmd = [bench, args.model, "--threads", str(args.threads), "--loops", str(args.loops), "--warmup",
-           str(args.warmup), "--fuse", args.fuse, "--profile", "--json", out]
+           str(args.warmup), "--fuse", args.fuse, "--profile", "--json", out] + shlex.split(flags)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         return json.load(f)
@@ -39,6 +41,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--fuse", choices=["on", "off"], default="on")
     ap.add_argument("--show", type=float, default=0.005, help="list layers whose medians differ by more ms")
+    ap.add_argument("--a-flags", default="", help="extra kestrel-bench flags for A")
+    ap.add_argument("--b-flags", default="", help="extra kestrel-bench flags for B")
     args = ap.parse_args()
     lat = {"a": [], "b": []}
     layers = {"a": {}, "b": {}}
@@ -47,7 +51,7 @@ def main():
         out = os.path.join(tmp, "r.json")
         for r in range(args.rounds):
             for side in ("a", "b") if r % 2 == 0 else ("b", "a"):
-                d = run(getattr(args, side), args, out)
+                d = run(getattr(args, side), getattr(args, side + "_flags"), args, out)
                 lat[side].append(d["median_ms"])
                 for l in d["layers"]:
                     layers[side].setdefault(l["index"], []).append(l["median_ms"])

@@ -31,6 +31,12 @@ struct Option {
   // stored, and extract() of it fails with kInvalidArgument naming this option. Set to
   // false before load() to keep every blob extractable.
   bool fuse_layers = true;
+  // Keep feature maps between fast convolution kernels that take them in a channel-
+  // blocked layout (ONNX Runtime's NCHWc, ncnn's packing layout; x86 AVX-512 and AVX2:
+  // MobileNet's 14x14 and 7x7 blocks), so that depthwise and 1x1 kernels skip their
+  // transposes and copies. Results are bit-identical; extract() of such a blob returns
+  // a planar copy (an allocation). Read at load().
+  bool blocked_layout = true;
   // Where feature-map memory comes from (the "system" allocator under the strategy).
   // Not owned; must outlive every Extractor using it; nullptr: default_allocator().
   Allocator* allocator = nullptr;

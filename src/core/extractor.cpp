@@ -346,13 +346,22 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
                                                    "' computes it in passing (load with Option::fuse_layers = false "
                                                    "to extract it)");
   }
+  // A blob kept blocked between kernels (Option::blocked_layout) goes out planar.
+  auto hand_out = [&](const Mat& m) {
+    if (m.elempack == 1) {
+      out = m;
+      return Status::Ok();
+    }
+    out = convert_packing(m, 1, memory_);
+    if (out.data != nullptr) return Status::Ok();
+    return Status(ErrorCode::kOutOfMemory, "cannot allocate the planar copy of blob '" + name + "'");
+  };
   if (opt_.memory != MemoryStrategy::kPlan) {
     if (blobs_[b].data == nullptr) {
       targets_.assign(1, b);
       if (!(s = run(targets_)).ok()) return s;
     }
-    out = blobs_[b];
-    return Status::Ok();
+    return hand_out(blobs_[b]);
   }
   // Plan: regions are shared by blobs with disjoint lifetimes over the full execution
   // order, so each run starts from the inputs. Declared outputs live to the end and
@@ -372,7 +381,7 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
     out = blobs_[b];
     return Status::Ok();
   }
-  out = blobs_[b].clone(memory_);
+  out = blobs_[b].elempack == 1 ? blobs_[b].clone(memory_) : convert_packing(blobs_[b], 1, memory_);
   drop_computed();
   if (out.data == nullptr) {
     return Status(ErrorCode::kOutOfMemory, "cannot allocate a copy of blob '" + name + "'");

@@ -7,6 +7,7 @@
 #include "core/checked_math.h"
 #include "core/guard.h"
 #include "core/net_fuse.h"
+#include "core/net_layout.h"
 #include "core/net_impl.h"
 
 namespace kestrel {
@@ -402,6 +403,11 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = oom_names("reading layers", [&] { return read_layers(net); })).ok()) return s;
   if (!(s = oom_names("ordering layers", [&] { return topological_order(net); })).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
+  s = oom_names("choosing layouts", [&] {
+    if (opt.blocked_layout && opt.kernels == KernelSet::kFast) choose_blocked_layouts(net);
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
   s = oom_names("fusing layers", [&] {
     net.fused_by.assign(net.blob_names.size(), -1);
     if (opt.fuse_layers && opt.kernels == KernelSet::kFast) fuse_layers(net);

@@ -22,14 +22,22 @@ struct ConvGeometry {
   int group = 1;
   bool bias = false;
   ActivationSpec act;
+  // The operands' layouts (see ConvKernel::run): 1 = planar, W = blocked by W channels
+  // (ONNX Runtime's NCHWc, ncnn's elempack). Only a kernel whose blocked_lanes is W is
+  // ever asked about a blocked geometry.
+  int in_pack = 1, out_pack = 1;
 
   bool is_depthwise() const { return group == in_c && group == out_c; }
+  bool planar() const { return in_pack == 1 && out_pack == 1; }
   double flops() const;  // 2 * multiply-adds (for benchmarks)
 };
 
 // Operands: `in` is in_c channels of in_h x in_w floats, channel c at in + c * in_cstep;
 // `out` likewise with out_cstep. Both are kAlignment-aligned per channel, and a
 // kernel may read (never write) up to kOverreadBytes past any channel's last value.
+// Blocked (pack W, channels a multiple of W; a Mat with elempack W): channels
+// [W * j, W * j + W) at in + j * in_cstep, pixel-major: pixel p's W values at + p * W,
+// so a block of W channels is one contiguous run of pixel vectors.
 struct ConvKernel {
   const char* name;  // what it computes, its tile and ISA: "f32_conv1x1_8x8_neon"
   Isa isa;
@@ -49,6 +57,10 @@ struct ConvKernel {
   // Computes the whole output. The result must not depend on ctx.num_threads.
   void (*run)(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
               size_t out_cstep, const KernelContext& ctx);
+  // W if run() also takes blocked operands of W lanes (in_pack / out_pack = W, where
+  // supports() says so), with the same packed weights and results bit-identical to the
+  // planar run; 0: planar only.
+  int blocked_lanes = 0;
 };
 
 // Every convolution kernel compiled into this binary, in priority order (the first

@@ -197,6 +197,8 @@ std::unique_ptr<Layer> fuse_pointwise_depthwise(std::unique_ptr<Layer>& pw, std:
   if (!pw || !dw || !convolution_parts(*pw, &p) || !convolution_parts(*dw, &d)) return nullptr;
   const ConvGeometry& gp = *p.g;
   const ConvGeometry& gd = *d.g;
+  // The band buffer between the two is planar: blocked pairs stay unfused.
+  if (!gp.planar() || !gd.planar()) return nullptr;
   if (!x86_kernel(p.kernel) || !x86_kernel(d.kernel) || !fusable_pointwise(gp) || !fusable_depthwise(gd, gp)) {
     return nullptr;
   }

@@ -3,6 +3,7 @@
 // from the convolution registry when one claims the geometry; the reference loop
 // (kernels::conv_reference) covers the rest and the reference kernel set.
 #include <algorithm>
+#include <string>
 
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
@@ -98,6 +99,28 @@ class Convolution final : public Layer {
     return true;
   }
 
+  // The kernel's blocked lanes, where it has a fast kernel that takes blocked operands.
+  int blocked_lanes() const { return kernel_ ? kernel_->blocked_lanes : 0; }
+
+  // Re-targets the chosen kernel to these operand layouts (same packed weights), or
+  // false, nothing changed, where it does not take them. dry_run: only asks.
+  bool set_packs(int in_pack, int out_pack, bool dry_run) {
+    if (!kernel_ || kernel_->blocked_lanes == 0) return false;
+    kernels::ConvGeometry g = g_;
+    g.in_pack = in_pack;
+    g.out_pack = out_pack;
+    if (!kernel_->supports(g)) return false;
+    if (dry_run) return true;
+    g_ = g;
+    workspace_bytes = kernel_->workspace_bytes(g_);
+    workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
+    // Profiles show the layouts: "[1>16]" reads planar and writes blocks of 16.
+    name_ = std::string(kernel_->name) + "[" + std::to_string(in_pack) + ">" + std::to_string(out_pack) + "]";
+    kernel_name = name_.c_str();
+    return true;
+  }
+  const kernels::ConvGeometry& geometry() const { return g_; }
+
   size_t packed_weight_bytes() const override {
     return kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0;
   }
@@ -144,6 +167,7 @@ class Convolution final : public Layer {
   kernels::FcGeometry fc_g_;
   size_t fc_workspace_bytes_ = 0;  // the GEMV's share of the workspace; its output follows
   Mat packed_;  // kernel_'s or fc_kernel_'s packed weights
+  std::string name_;  // kernel_name with the operands' layouts, once re-targeted
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
 };
@@ -151,6 +175,24 @@ class Convolution final : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> create_convolution_layer() { return std::make_unique<Convolution>(); }
+
+int convolution_blocked_lanes(const Layer& layer) {
+  const auto* conv = dynamic_cast<const Convolution*>(&layer);
+  return conv ? conv->blocked_lanes() : 0;
+}
+
+bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool dry_run) {
+  auto* conv = dynamic_cast<Convolution*>(&layer);
+  return conv != nullptr && conv->set_packs(in_pack, out_pack, dry_run);
+}
+
+bool convolution_packs(const Layer& layer, int* in_pack, int* out_pack) {
+  const auto* conv = dynamic_cast<const Convolution*>(&layer);
+  if (!conv) return false;
+  *in_pack = conv->geometry().in_pack;
+  *out_pack = conv->geometry().out_pack;
+  return true;
+}
 
 bool convolution_parts(const Layer& layer, ConvParts* parts) {
   const auto* conv = dynamic_cast<const Convolution*>(&layer);

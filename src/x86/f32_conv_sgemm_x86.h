@@ -393,27 +393,42 @@ bool packs_pixel_groups(const ConvGeometry& g) {
   return pl.pixels <= kMaxScratchBytes / sizeof(float) / pl.k;
 }
 
-template <class V, int MV, int NP, class Epi>
+// P: the operands' layouts (gemm::Packs). A blocked input is read in place: its pixel
+// groups are already one contiguous run of W-channel pixel vectors per channel block.
+template <class V, int MV, int NP, class P, class Epi>
 void run_channels_direct(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                          size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
-  constexpr int MR = MV * V::kWidth;
+  constexpr int W = V::kWidth, MR = MV * W;
   const Plan pl = plan_of<MR, MR>(g);
   const size_t full = pl.pixels / NP;
   const int rest = static_cast<int>(pl.pixels % NP);
   const float* bias_all = packed + weight_floats<MR>(pl, 1);
+  // B of pixel group gi from k step k0 on, and the distance between its k rows (planar
+  // groups) or channel blocks (blocked input).
+  const size_t ldb = P::kIn ? in_cstep : NP;
+  auto group_b = [&](const float* groups, size_t gi, size_t k0) {
+    if constexpr (P::kIn != 0) return in + (k0 / W) * ldb + gi * NP * W;
+    return gi < full ? groups + (gi * pl.k + k0) * NP : groups + full * NP * pl.k + k0 * rest;
+  };
+  // C of panel `panel` at pixel group gi, and the distance between its rows / blocks.
+  const size_t ldc = out_cstep;
+  const size_t out_px = P::kOut ? W : 1;
   // The threads copy a share of the rows each into thread 0's scratch (one copy, not
   // one per thread: at 2 threads a copy per thread cost what the groups gained), then
   // split the tiles.
-  float* groups = static_cast<float*>(ctx.scratch_of(0));
+  float* groups = P::kIn ? nullptr : static_cast<float*>(ctx.scratch_of(0));
+  const size_t groups_floats = P::kIn ? 0 : pl.pixels * pl.k;
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
   {
     const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
-    pack_pixel_groups<V, NP>(in, in_cstep, pl.k, pl.k * t / n, pl.k * (t + 1) / n, pl.pixels, groups);
+    if constexpr (P::kIn == 0) {
+      pack_pixel_groups<V, NP>(in, in_cstep, pl.k, pl.k * t / n, pl.k * (t + 1) / n, pl.pixels, groups);
 #pragma omp barrier
+    }
     // K in slices where it is long (kKSlice), the accumulators parked in the thread's
     // own scratch after the groups' room: [pixel][MR].
     const size_t kslice = slices_k(pl.k) ? kKSlice : pl.k;
-    float* parked = static_cast<float*>(ctx.scratch_of(static_cast<int>(t))) + pl.pixels * pl.k;
+    float* parked = static_cast<float*>(ctx.scratch_of(static_cast<int>(t))) + groups_floats;
     // Thread t's share of the (panel, group) pairs, panel by panel: whole panels split
     // unevenly where they are few (MobileNet v2's 14x14 576 -> 96 layer: 3 panels, 2
     // for one thread and 1 for the other, took 0.112 ms at 2 threads).
@@ -426,7 +441,7 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
       const float* a = packed + static_cast<size_t>(panel) * pl.k * MR;
       const float* bias = bias_all + static_cast<size_t>(panel) * MR;
       const int mr = std::min(MR, pl.out_per_group - panel * MR);
-      float* c = out + static_cast<size_t>(panel) * MR * out_cstep;
+      float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep;  // its first row / block
       // The next panel's weights, where this thread runs it.
       const float* next = i < end ? a + pl.k * MR : nullptr;
       for (size_t k0 = 0; k0 < pl.k; k0 += kslice) {
@@ -435,19 +450,20 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
         // The first groups bring the next panel's weights (this slice of them) towards
         // L2, a 64-byte line per k step, so spread over kPrefetchTiles groups.
         for (size_t gi = g0; gi < std::min(g1, full); ++gi) {
-          const float* b = groups + (gi * pl.k + k0) * NP;
+          const float* b = group_b(groups, gi, k0);
           const size_t nth = gi - g0;
           if (next && nth < static_cast<size_t>(gemm::kPrefetchTiles<V, MV>)) {
-            gemm::ctile<V, MV, NP, true>(kn, a + k0 * MR, bias, b, NP, c + gi * NP, out_cstep, mr,
-                                         next + k0 * MR + nth * kn * 16, epi, rs.at(gi * NP * MR));
+            gemm::ctile<V, MV, NP, true, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + gi * NP * out_px, ldc, mr,
+                                                 next + k0 * MR + nth * kn * 16, epi, rs.at(gi * NP * MR));
           } else {
-            gemm::ctile<V, MV, NP, false>(kn, a + k0 * MR, bias, b, NP, c + gi * NP, out_cstep, mr, nullptr, epi,
-                                          rs.at(gi * NP * MR));
+            gemm::ctile<V, MV, NP, false, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + gi * NP * out_px, ldc, mr,
+                                                  nullptr, epi, rs.at(gi * NP * MR));
           }
         }
         if (rest && g1 == ngroups) {
-          gemm::any_ctile<V, MV, NP>(kn, a + k0 * MR, bias, groups + full * NP * pl.k + k0 * rest, rest,
-                                     c + full * NP, out_cstep, mr, rest, nullptr, epi, rs.at(full * NP * MR));
+          gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, group_b(groups, full, k0),
+                                             P::kIn ? ldb : static_cast<size_t>(rest), c + full * NP * out_px, ldc,
+                                             mr, rest, nullptr, epi, rs.at(full * NP * MR));
         }
       }
     }
@@ -457,11 +473,18 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
 template <class V, int MV, int NP, int NV>
 void run_channels(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                   size_t out_cstep, const KernelContext& ctx) {
+  constexpr int W = V::kWidth;
   gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
-    if (packs_pixel_groups<MV * V::kWidth>(g)) {
-      run_channels_direct<V, MV, NP>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
-    } else {
+    if (!packs_pixel_groups<MV * W>(g)) {
       run_impl<ChannelTiles<V, MV, NP, NV>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else if (g.in_pack == 1 && g.out_pack == 1) {
+      run_channels_direct<V, MV, NP, gemm::Packs<0, 0>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else if (g.in_pack == 1) {
+      run_channels_direct<V, MV, NP, gemm::Packs<0, W>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else if (g.out_pack == 1) {
+      run_channels_direct<V, MV, NP, gemm::Packs<W, 0>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else {
+      run_channels_direct<V, MV, NP, gemm::Packs<W, W>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     }
   });
 }
@@ -473,7 +496,8 @@ template <int MR, int NR>
 size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
   if (packs_pixel_groups<MR>(g)) {
     const Plan pl = plan_of<MR, NR>(g);
-    return (pl.pixels * pl.k + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
+    const size_t groups = g.in_pack == 1 ? pl.pixels * pl.k : 0;  // a blocked input is read in place
+    return (groups + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
   }
   const Plan pl = plan_of<MR, NR, true>(g);
   const size_t parked = !pl.direct && slices_k(pl.k) ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0;
@@ -522,16 +546,28 @@ bool supports_general(const ConvGeometry& g) {
   return supports_any<MR, NR>(g);
 }
 
+// Blocked operands (W lanes) only on the pixel-group path, whose channel counts (and so
+// its K slices and partial panels) are whole blocks.
+template <int W, int MR>
+bool blocked_ok(const ConvGeometry& g) {
+  if (g.planar()) return true;
+  const bool packs = (g.in_pack == 1 || g.in_pack == W) && (g.out_pack == 1 || g.out_pack == W);
+  return packs && g.in_c % W == 0 && g.out_c % W == 0 && packs_pixel_groups<MR>(g);
+}
+
 // The channel-tile kernels take the geometries of the pixel-tile ones (MRp x NVp
 // vectors) that prefer channel tiles.
+
 template <int W, int MRp, int NVp, int MV, int NP, int NV>
 bool supports_1x1_channels(const ConvGeometry& g) {
-  return supports_1x1<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g);
+  return supports_1x1<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g) &&
+         blocked_ok<W, MV * W>(g);
 }
 
 template <int W, int MRp, int NVp, int MV, int NP, int NV>
 bool supports_general_channels(const ConvGeometry& g) {
-  return supports_general<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g);
+  return supports_general<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g) &&
+         blocked_ok<W, MV * W>(g);
 }
 
 // The entry of a channel-tile kernel (MV vectors x NP pixels over NV-vector im2col
@@ -548,7 +584,8 @@ constexpr ConvKernel channel_kernel(const char* name, Isa isa, bool one_by_one) 
           no_workspace,
           channel_workspace_per_thread_bytes<MR, NR>,
           1e-4,
-          run_channels<V, MV, NP, NV>};
+          run_channels<V, MV, NP, NV>,
+          W};
 }
 
 }  // namespace conv_gemm

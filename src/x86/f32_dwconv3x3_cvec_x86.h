@@ -62,6 +62,9 @@ struct Planes {
   float* out;
   size_t in_cstep, out_cstep;
   int nch;
+  // Blocked operands (ConvGeometry::in_pack / out_pack = W): the group's pixel vectors
+  // at in / out + pixel * W, read and written as they are, no transpose.
+  bool in_blocked = false, out_blocked = false;
 };
 
 // Transposes input row iy of the group into `slot` (see the top).
@@ -69,8 +72,13 @@ template <class V>
 inline void transpose_row(const Planes& pl, int iy, int in_w, const CvecPlan& p, int pad_left, float* slot) {
   using T = typename V::T;
   constexpr int W = V::kW;
-  const float* src = pl.in + static_cast<size_t>(iy) * in_w;
   float* dst = slot + static_cast<size_t>(pad_left) * W;
+  if (pl.in_blocked) {
+    const float* row = pl.in + static_cast<size_t>(iy) * in_w * W;
+    for (int x = 0; x < p.used_w; ++x) V::storeu(dst + static_cast<size_t>(x) * W, V::loadu(row + static_cast<size_t>(x) * W));
+    return;
+  }
+  const float* src = pl.in + static_cast<size_t>(iy) * in_w;
   for (int x0 = 0; x0 < p.used_w; x0 += W) {
     const int n = std::min(W, p.used_w - x0);
     T r[W];
@@ -157,6 +165,11 @@ template <class V>
 void store_row(const float* stage, const Planes& pl, size_t first, int out_w) {
   using T = typename V::T;
   constexpr int W = V::kW;
+  if (pl.out_blocked) {
+    float* dst = pl.out + first * W;
+    for (int x = 0; x < out_w; ++x) V::storeu(dst + static_cast<size_t>(x) * W, V::loadu(stage + static_cast<size_t>(x) * W));
+    return;
+  }
   for (int ox0 = 0; ox0 < out_w; ox0 += W) {
     T r[W];
     unroll<W>([&](auto j) KESTREL_DW3X3_INLINE { r[j] = V::loadu(stage + (static_cast<size_t>(ox0) + j) * W); });
@@ -237,13 +250,23 @@ void cvec_channels(const ConvGeometry& g, const float* packed, const float* in, 
     for (long item = 0; item < items; ++item) {
       const int band = static_cast<int>(item / p.groups), grp = static_cast<int>(item % p.groups);
       const int c0 = grp * W;
-      const Planes pl{in + static_cast<size_t>(c0) * in_cstep, out + static_cast<size_t>(c0) * out_cstep, in_cstep,
-                      out_cstep, std::min(W, g.in_c - c0)};
+      // A blocked group is block grp (conv_kernels.h).
+      const Planes pl{in + static_cast<size_t>(g.in_pack != 1 ? grp : c0) * in_cstep,
+                      out + static_cast<size_t>(g.out_pack != 1 ? grp : c0) * out_cstep,
+                      in_cstep,
+                      out_cstep,
+                      std::min(W, g.in_c - c0),
+                      g.in_pack != 1,
+                      g.out_pack != 1};
       const int oy0 = band * band_rows, oy1 = std::min(g.out_h, oy0 + band_rows);
       cvec_band<V, S, E>(g, p, packed + static_cast<size_t>(grp) * 10 * W, pl, oy0, oy1, act, scratch);
       if (activate_after) {
         const size_t first = static_cast<size_t>(oy0) * g.out_w, n = static_cast<size_t>(oy1 - oy0) * g.out_w;
-        for (int i = 0; i < pl.nch; ++i) activate_channel(pl.out + i * out_cstep + first, n, g.act);
+        if (pl.out_blocked) {
+          activate_channel(pl.out + first * W, n * W, g.act);
+        } else {
+          for (int i = 0; i < pl.nch; ++i) activate_channel(pl.out + i * out_cstep + first, n, g.act);
+        }
       }
     }
   }
@@ -283,7 +306,8 @@ constexpr ConvKernel cvec_kernel(const char* name, Isa isa) {
           no_workspace,
           Cvec<V>::thread_workspace,
           1e-4,
-          run_cvec<V>};
+          run_cvec<V>,
+          V::kW};
 }
 
 }  // namespace kestrel::kernels::x86::dwconv3x3

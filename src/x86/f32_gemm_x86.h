@@ -175,11 +175,22 @@ struct Resume {
   Resume at(size_t offset) const { return {from ? from + offset : nullptr, park ? park + offset : nullptr}; }
 };
 
+// The operands' layouts of a channel tile: 0 = planar (B rows ldb apart, C rows ldc
+// apart, a pixel a float), W = blocked by W channels (conv_kernels.h): B's k steps go
+// through a block's W lanes and then ldb on to the next block, a pixel W floats on;
+// C's W-channel blocks are ldc apart, each pixel one stored vector, no transpose.
+template <int InW, int OutW>
+struct Packs {
+  static constexpr int kIn = InW, kOut = OutW;
+  static constexpr int kInPixel = InW ? InW : 1, kOutPixel = OutW ? OutW : 1;  // floats per pixel
+};
+using PlanarPacks = Packs<0, 0>;
+
 // How many prefetching tiles cover a panel's weights (a line per k step each).
 template <class V, int MV>
 constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth / 16);
 
-template <class V, int MV, int NP, bool kPrefetch, class Epi>
+template <class V, int MV, int NP, bool kPrefetch, class Epi, class P = PlanarPacks>
 __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias,
                                      const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr,
                                      const float* pf, const Epi& epi, const Resume& rs) {
@@ -194,7 +205,7 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
       static_for<NP>([&](auto p) { acc[p][v] = bv; });
     });
   }
-  for (size_t kk = 0; kk < k; ++kk) {
+  auto step = [&](const float* __restrict bk) __attribute__((always_inline)) {
     R w[MV];
     static_for<MV>([&](auto v) { w[v] = V::loadu(a + v * W); });
     if constexpr (kPrefetch) {
@@ -202,14 +213,33 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
       pf += 16;
     }
     static_for<NP>([&](auto p) {
-      const R x = V::broadcast(b + p);
+      const R x = V::broadcast(bk + p * P::kInPixel);
       static_for<MV>([&](auto v) { acc[p][v] = V::fmadd(w[v], x, acc[p][v]); });
     });
     a += MR;
-    b += ldb;
+  };
+  if constexpr (P::kIn != 0) {
+    // k is a multiple of the block (the slices start on one).
+    for (size_t kb = 0; kb < k; kb += P::kIn, b += ldb) {
+      for (int j = 0; j < P::kIn; ++j) step(b + j);
+    }
+  } else {
+    for (size_t kk = 0; kk < k; ++kk, b += ldb) step(b);
   }
   if (rs.park) {
     static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(rs.park + p * MR + v * W, acc[p][v]); }); });
+    return;
+  }
+  if constexpr (P::kOut != 0) {
+    static_assert(P::kOut == W, "a blocked C holds one vector of channels per pixel");
+    // mr is a multiple of W (blocked channel counts are).
+    static_for<MV>([&](auto v) {
+      if (v * W < mr) {
+        float* blk = c + v * ldc;
+        static_for<NP>([&](auto p) { V::storeu(blk + p * W, epi(acc[p][v])); });
+        epi.finish(blk, static_cast<size_t>(NP) * W);
+      }
+    });
     return;
   }
   alignas(64) float buf[NP][MR];
@@ -251,20 +281,25 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
 // The first NP-pixel tiles prefetch the next panel's weights (pf, or nullptr), a line
 // per k step each (ctile).
 // rs: as ctile's, for pixel 0 of the columns ([nr][MV * W] floats).
-template <class V, int MV, int NP, class Epi>
+template <class V, int MV, int NP, class Epi, class P = PlanarPacks>
 KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
                                   size_t ldc, int mr, int nr, const float* pf, const Epi& epi,
                                   const Resume& rs = Resume()) {
-  constexpr int MR = MV * V::kWidth;
+  constexpr int MR = MV * V::kWidth, BI = P::kInPixel, CO = P::kOutPixel;
   int j = 0;
   for (int i = 0; pf && i < kPrefetchTiles<V, MV> && j + NP <= nr; ++i, j += NP) {
-    ctile<V, MV, NP, true>(k, a, bias, b + j, ldb, c + j, ldc, mr, pf + i * k * 16, epi, rs.at(j * MR));
+    ctile<V, MV, NP, true, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, pf + i * k * 16, epi,
+                                   rs.at(j * MR));
   }
   for (; j + NP <= nr; j += NP) {
-    ctile<V, MV, NP, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi, rs.at(j * MR));
+    ctile<V, MV, NP, false, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
   }
-  for (; j + 4 <= nr; j += 4) ctile<V, MV, 4, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi, rs.at(j * MR));
-  for (; j < nr; ++j) ctile<V, MV, 1, false>(k, a, bias, b + j, ldb, c + j, ldc, mr, nullptr, epi, rs.at(j * MR));
+  for (; j + 4 <= nr; j += 4) {
+    ctile<V, MV, 4, false, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
+  }
+  for (; j < nr; ++j) {
+    ctile<V, MV, 1, false, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
+  }
 }
 
 }  // namespace gemm

@@ -1,0 +1,60 @@
+// Blocked feature-map layouts (Option::blocked_layout): a map between fast kernels that
+// take channel-blocked operands (conv_kernels.h: W channels' pixel vectors contiguous,
+// ONNX Runtime's NCHWc) is kept blocked, so that the channel-vector depthwise kernel
+// reads and writes its rows without transposing them and the channel-tile 1x1 kernel
+// broadcasts from its input in place (no copy into pixel groups) and stores its
+// accumulators as they are. The kernels compute the same fma chains either way, so
+// results are bit-identical to planar maps. A blob qualifies when a Convolution writes
+// it and only Convolutions read it, all with kernels of the same lanes that take the
+// layouts; network inputs and outputs stay planar. A blocked blob is a Mat of elempack
+// W (its bytes no more than planar), and extract() of one returns a planar copy.
+#include "core/net_layout.h"
+
+#include <algorithm>
+
+#include "layers/conv_fusion.h"
+
+namespace kestrel {
+
+void choose_blocked_layouts(NetImpl& net) {
+  for (int li : net.order) {
+    NetLayer& producer = net.layers[li];
+    if (producer.type != "Convolution" || producer.tops.size() != 1) continue;
+    const int b = producer.tops[0];
+    if (net.is_input[b] || net.is_output[b] || net.consumers[b].empty()) continue;
+    if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1) continue;
+    const int lanes = convolution_blocked_lanes(*producer.impl);
+    if (lanes == 0) continue;
+    int p_in = 1, p_out = 1;
+    if (!convolution_packs(*producer.impl, &p_in, &p_out)) continue;
+    // Every reader must take a blocked input with its current output layout (still
+    // planar: readers come later in net.order, and their tops are decided there).
+    bool all = set_convolution_packs(*producer.impl, p_in, lanes, /*dry_run=*/true);
+    for (int ci : net.consumers[b]) {
+      const NetLayer& c = net.layers[ci];
+      int c_in = 1, c_out = 1;
+      all = all && c.type == "Convolution" && convolution_blocked_lanes(*c.impl) == lanes &&
+            convolution_packs(*c.impl, &c_in, &c_out) && set_convolution_packs(*c.impl, lanes, c_out, true);
+    }
+    if (!all) continue;
+    set_convolution_packs(*producer.impl, p_in, lanes, false);
+    for (int ci : net.consumers[b]) {
+      int c_in = 1, c_out = 1;
+      convolution_packs(*net.layers[ci].impl, &c_in, &c_out);
+      set_convolution_packs(*net.layers[ci].impl, lanes, c_out, false);
+    }
+    Shape& shape = net.blob_shapes[b];
+    shape.c /= lanes;
+    shape.elempack = lanes;
+  }
+  // Re-targeted kernels may ask for other scratch (a blocked input needs no pixel-group
+  // copy): the Net's maxima again over every layer.
+  net.max_workspace_bytes = 0;
+  net.max_workspace_per_thread_bytes = 0;
+  for (const NetLayer& l : net.layers) {
+    net.max_workspace_bytes = std::max(net.max_workspace_bytes, l.impl->workspace_bytes);
+    net.max_workspace_per_thread_bytes = std::max(net.max_workspace_per_thread_bytes, l.impl->workspace_per_thread_bytes);
+  }
+}
+
+}  // namespace kestrel

@@ -1,0 +1,160 @@
+// The convolution kernels that take channel-blocked operands (ConvKernel::blocked_lanes,
+// Option::blocked_layout) against their own planar runs: every combination of a
+// blocked input and output on the geometries they claim (channel-tile 1x1 on small maps
+// with pixel tails, partial panels and sliced K; channel-vector depthwise at both
+// strides with row and pixel tails), fused activations including one applied after the
+// store, 1 and 3 threads. The same fma chains must give the same bits.
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "kernel_test_util.h"
+#include "kernels/conv_kernels.h"
+
+namespace {
+
+using kestrel::Mat;
+using kestrel::Shape;
+using kestrel::fb::ActivationType;
+using kestrel::kernels::ConvGeometry;
+using kestrel::kernels::ConvKernel;
+
+std::string describe(const ConvGeometry& g) {
+  std::ostringstream o;
+  o << g.in_c << "x" << g.in_h << "x" << g.in_w << " -> " << g.out_c << "x" << g.out_h << "x" << g.out_w << " k"
+    << g.kh << " s" << g.sh << " pad " << g.pad_top << " act " << int(g.act.type) << " packs " << g.in_pack << ">"
+    << g.out_pack;
+  return o.str();
+}
+
+ConvGeometry pointwise(int c, int hw_h, int hw_w, int out_c, ActivationType act) {
+  ConvGeometry g;
+  g.in_c = c;
+  g.out_c = out_c;
+  g.in_h = g.out_h = hw_h;
+  g.in_w = g.out_w = hw_w;
+  g.bias = true;
+  g.act.type = act;
+  g.act.alpha = act == ActivationType::Clip ? 0.f : 0.1f;
+  g.act.beta = 6.f;
+  return g;
+}
+
+ConvGeometry depthwise(int c, int h, int w, int s, int pad, ActivationType act) {
+  ConvGeometry g;
+  g.in_c = g.out_c = g.group = c;
+  g.in_h = h;
+  g.in_w = w;
+  g.kh = g.kw = 3;
+  g.sh = g.sw = s;
+  g.pad_top = g.pad_left = pad;
+  g.out_h = (h + 2 * pad - 3) / s + 1;
+  g.out_w = (w + 2 * pad - 3) / s + 1;
+  g.bias = true;
+  g.act.type = act;
+  g.act.alpha = act == ActivationType::Clip ? 0.f : 0.1f;
+  g.act.beta = 6.f;
+  return g;
+}
+
+std::vector<ConvGeometry> geometries() {
+  std::vector<ConvGeometry> out;
+  const ActivationType acts[] = {ActivationType::ReLU, ActivationType::None, ActivationType::Clip,
+                                 ActivationType::Sigmoid, ActivationType::LeakyReLU};
+  int a = 0;
+  // 1x1 on maps of at most 256 pixels: pixel counts with every tail of 12 and 6 pixel
+  // groups, output channels with partial panels, K up to a sliced 528.
+  struct Pw {
+    int c, h, w, out_c;
+  };
+  for (const Pw& p : {Pw{16, 1, 1, 48}, Pw{48, 3, 3, 80}, Pw{96, 5, 5, 96}, Pw{256, 7, 7, 48}, Pw{528, 7, 7, 80},
+                      Pw{256, 13, 13, 96}, Pw{528, 14, 14, 96}, Pw{1040, 5, 5, 48}, Pw{32, 7, 7, 48},
+                      Pw{64, 5, 3, 16}, Pw{96, 13, 11, 64}, Pw{256, 16, 16, 24}, Pw{40, 9, 9, 40}}) {
+    out.push_back(pointwise(p.c, p.h, p.w, p.out_c, acts[a++ % 5]));
+  }
+  // 3x3 depthwise, both strides, with and without padding, odd rows and widths.
+  struct Dw {
+    int c, h, w, s, pad;
+  };
+  for (const Dw& d : {Dw{16, 14, 14, 1, 1}, Dw{32, 9, 13, 1, 1}, Dw{48, 28, 28, 1, 1}, Dw{32, 14, 14, 2, 1},
+                      Dw{16, 15, 11, 2, 1}, Dw{64, 7, 7, 2, 1}, Dw{16, 12, 20, 1, 0}, Dw{24, 33, 30, 2, 0},
+                      Dw{40, 56, 56, 1, 1}}) {
+    out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5]));
+  }
+  return out;
+}
+
+// Runs k on g with `in` (planar) given in g.in_pack's layout; the output comes back
+// planar.
+Mat run_kernel(const ConvKernel* k, const ConvGeometry& g, const Mat& in, const float* packed, int threads) {
+  Mat src = g.in_pack == 1 ? in : kestrel::convert_packing(in, g.in_pack);
+  REQUIRE(src.data != nullptr);
+  Shape os = Shape::make3(g.out_w, g.out_h, g.out_c / g.out_pack);
+  os.elempack = g.out_pack;
+  Mat out;
+  REQUIRE(out.create(os));
+  kt::fill_sentinel(out);
+  kt::KernelScratch scratch;
+  const auto ctx = scratch.make(k->workspace_bytes(g), k->workspace_per_thread_bytes(g), threads);
+  k->run(g, packed, src.data, src.cstep, out.data, out.cstep, ctx);
+  CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
+  return g.out_pack == 1 ? out : kestrel::convert_packing(out, 1);
+}
+
+bool same_values(const Mat& a, const Mat& b) {
+  if (a.shape() != b.shape()) return false;
+  const size_t plane = size_t(a.w) * a.h;
+  for (int c = 0; c < a.c; ++c) {
+    if (std::memcmp(a.channel(c), b.channel(c), plane * sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("kernels with blocked operands give their planar results bit for bit") {
+    const auto kernels = kt::runnable_kernels(kestrel::kernels::conv_kernels());
+    std::map<std::string, int> tested;
+    std::mt19937 rng(23);
+    for (const ConvGeometry& g : geometries()) {
+      Mat in;
+      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
+      kt::fill_random(in, rng);
+      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * (g.in_c / g.group) * g.kh * g.kw, rng);
+      const std::vector<float> b = kt::random_vector(g.out_c, rng);
+      for (const ConvKernel* k : kernels) {
+        const int lanes = k->blocked_lanes;
+        if (lanes == 0 || !k->supports(g)) continue;
+        Mat packed;
+        REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
+        k->pack(g, w.data(), b.data(), packed.data);
+        const Mat want = run_kernel(k, g, in, packed.data, 1);
+        for (int in_pack : {1, lanes}) {
+          for (int out_pack : {1, lanes}) {
+            ConvGeometry gb = g;
+            gb.in_pack = in_pack;
+            gb.out_pack = out_pack;
+            if (gb.planar()) continue;
+            const bool whole_blocks = g.in_c % lanes == 0 && g.out_c % lanes == 0;
+            INFO(std::string(k->name) << ": " << describe(gb));
+            // Never claimed where the channels are not whole blocks.
+            if (!whole_blocks) CHECK_FALSE(k->supports(gb));
+            if (!k->supports(gb)) continue;
+            for (int threads : {1, 3}) {
+              INFO("threads " << threads);
+              CHECK(same_values(run_kernel(k, gb, in, packed.data, threads), want));
+            }
+            tested[k->name]++;
+          }
+        }
+      }
+    }
+    for (const ConvKernel* k : kernels) {
+      if (k->blocked_lanes == 0) continue;
+      INFO(std::string(k->name));
+      CHECK_MESSAGE(tested[k->name] > 0, "no blocked geometry was claimed by ", std::string(k->name));
+      MESSAGE(std::string(k->name) << ": " << tested[k->name] << " blocked runs");
+    }
+  }
+}
