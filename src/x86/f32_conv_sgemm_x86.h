@@ -393,8 +393,28 @@ bool packs_pixel_groups(const ConvGeometry& g) {
   return pl.pixels <= kMaxScratchBytes / sizeof(float) / pl.k;
 }
 
-// P: the operands' layouts (gemm::Packs). A blocked input is read in place: its pixel
-// groups are already one contiguous run of W-channel pixel vectors per channel block.
+// The same copy from a blocked input (W-channel blocks [kb0, kb1) of K): each group
+// [K / W][its pixels][W], so that a tile reads B with the blocked step pattern.
+template <class V, int NP>
+void pack_block_groups(const float* in, size_t in_cstep, size_t k, size_t kb0, size_t kb1, size_t pixels,
+                       float* dst) {
+  constexpr int W = V::kWidth;
+  const size_t full = pixels / NP, rest = pixels % NP;
+  for (size_t kb = kb0; kb < kb1; ++kb) {
+    const float* src = in + kb * in_cstep;
+    for (size_t gi = 0; gi < full; ++gi) {
+      std::memcpy(dst + gi * NP * k + kb * NP * W, src + gi * NP * W, sizeof(float) * NP * W);
+    }
+    if (rest) std::memcpy(dst + full * NP * k + kb * rest * W, src + full * NP * W, sizeof(float) * rest * W);
+  }
+}
+
+// P: the operands' layouts (gemm::Packs). One thread reads a blocked input in place:
+// its pixel groups are already runs of W-channel pixel vectors. Several threads copy it
+// into groups as they copy a planar one, each a share of the channel blocks: read in
+// place, every line of it ended up in both cores' caches, and the depthwise layer that
+// writes it next (MobileNet's) waited on invalidating them: 0.135 ms at 2 threads against
+// 0.042 at one (14x14x512, AMD EPYC).
 template <class V, int MV, int NP, class P, class Epi>
 void run_channels_direct(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                          size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
@@ -403,28 +423,38 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
   const size_t full = pl.pixels / NP;
   const int rest = static_cast<int>(pl.pixels % NP);
   const float* bias_all = packed + weight_floats<MR>(pl, 1);
+  const int threads = std::max(1, ctx.num_threads);
+  const bool in_place = P::kIn != 0 && threads == 1;
+  // The threads copy a share of the rows each into thread 0's scratch (one copy, not
+  // one per thread: at 2 threads a copy per thread cost what the groups gained), then
+  // split the tiles.
+  float* groups = static_cast<float*>(ctx.scratch_of(0));
+  const size_t groups_floats = pl.pixels * pl.k;
   // B of pixel group gi from k step k0 on, and the distance between its k rows (planar
-  // groups) or channel blocks (blocked input).
-  const size_t ldb = P::kIn ? in_cstep : NP;
-  auto group_b = [&](const float* groups, size_t gi, size_t k0) {
-    if constexpr (P::kIn != 0) return in + (k0 / W) * ldb + gi * NP * W;
-    return gi < full ? groups + (gi * pl.k + k0) * NP : groups + full * NP * pl.k + k0 * rest;
+  // groups) or channel blocks (blocked input). A group of np pixels starts at gi * NP
+  // * K in the copy, [K][np] (planar) or [K / W][np][W] (blocked).
+  auto group_b = [&](size_t gi, size_t k0, size_t* ldb) -> const float* {
+    const size_t np = gi < full ? NP : static_cast<size_t>(rest);
+    if (in_place) {
+      *ldb = in_cstep;
+      return in + (k0 / W) * in_cstep + gi * NP * W;
+    }
+    *ldb = P::kIn ? np * W : np;
+    return groups + gi * NP * pl.k + k0 * np;
   };
   // C of panel `panel` at pixel group gi, and the distance between its rows / blocks.
   const size_t ldc = out_cstep;
   const size_t out_px = P::kOut ? W : 1;
-  // The threads copy a share of the rows each into thread 0's scratch (one copy, not
-  // one per thread: at 2 threads a copy per thread cost what the groups gained), then
-  // split the tiles.
-  float* groups = P::kIn ? nullptr : static_cast<float*>(ctx.scratch_of(0));
-  const size_t groups_floats = P::kIn ? 0 : pl.pixels * pl.k;
-#pragma omp parallel num_threads(std::max(1, ctx.num_threads))
+#pragma omp parallel num_threads(threads)
   {
     const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
     if constexpr (P::kIn == 0) {
       pack_pixel_groups<V, NP>(in, in_cstep, pl.k, pl.k * t / n, pl.k * (t + 1) / n, pl.pixels, groups);
-#pragma omp barrier
+    } else if (!in_place) {
+      const size_t nb = pl.k / W;
+      pack_block_groups<V, NP>(in, in_cstep, pl.k, nb * t / n, nb * (t + 1) / n, pl.pixels, groups);
     }
+#pragma omp barrier
     // K in slices where it is long (kKSlice), the accumulators parked in the thread's
     // own scratch after the groups' room: [pixel][MR].
     const size_t kslice = slices_k(pl.k) ? kKSlice : pl.k;
@@ -450,7 +480,8 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
         // The first groups bring the next panel's weights (this slice of them) towards
         // L2, a 64-byte line per k step, so spread over kPrefetchTiles groups.
         for (size_t gi = g0; gi < std::min(g1, full); ++gi) {
-          const float* b = group_b(groups, gi, k0);
+          size_t ldb = 0;
+          const float* b = group_b(gi, k0, &ldb);
           const size_t nth = gi - g0;
           if (next && nth < static_cast<size_t>(gemm::kPrefetchTiles<V, MV>)) {
             gemm::ctile<V, MV, NP, true, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + gi * NP * out_px, ldc, mr,
@@ -461,9 +492,10 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
           }
         }
         if (rest && g1 == ngroups) {
-          gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, group_b(groups, full, k0),
-                                             P::kIn ? ldb : static_cast<size_t>(rest), c + full * NP * out_px, ldc,
-                                             mr, rest, nullptr, epi, rs.at(full * NP * MR));
+          size_t ldb = 0;
+          const float* b = group_b(full, k0, &ldb);
+          gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + full * NP * out_px, ldc, mr, rest,
+                                             nullptr, epi, rs.at(full * NP * MR));
         }
       }
     }
@@ -496,8 +528,7 @@ template <int MR, int NR>
 size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
   if (packs_pixel_groups<MR>(g)) {
     const Plan pl = plan_of<MR, NR>(g);
-    const size_t groups = g.in_pack == 1 ? pl.pixels * pl.k : 0;  // a blocked input is read in place
-    return (groups + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
+    return (pl.pixels * pl.k + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
   }
   const Plan pl = plan_of<MR, NR, true>(g);
   const size_t parked = !pl.direct && slices_k(pl.k) ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0;
