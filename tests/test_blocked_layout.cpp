@@ -1,8 +1,8 @@
 // Blocked feature maps at load (Option::blocked_layout): a MobileNet-like 14x14 chain
-// (1x1 -> depthwise -> 1x1 -> depthwise stride 2 -> 1x1) with a blob two convolutions
-// read and one an Eltwise also reads, must give the planar bits for every blob, with
-// every memory strategy and thread count; the maps between the x86 channel kernels must
-// in fact be blocked there, and extract() of one must hand out a planar copy.
+// (see chain_net) with a blob two convolutions read and two blobs an Eltwise reads must
+// give the planar bits for every blob (the output with every memory strategy) at 1 and
+// 3 threads; the maps between the x86 channel kernels must in fact be blocked there, and
+// extract() of one must hand out a planar copy.
 #include <string>
 #include <vector>
 
@@ -74,8 +74,11 @@ TEST_SUITE("networks") {
     int blocked_kernels = 0;
     for (const char* blob : {"pw4", "pw1", "dw1", "pw2", "sum", "dw2", "pw3", "dw3"}) {
       const kestrel::Mat want = run(b, false, 1, kestrel::MemoryStrategy::kPool, blob).out;
-      for (kestrel::MemoryStrategy m :
-           {kestrel::MemoryStrategy::kPool, kestrel::MemoryStrategy::kPlan, kestrel::MemoryStrategy::kNone}) {
+      // Every memory strategy for the network's output, the pool for the others.
+      std::vector<kestrel::MemoryStrategy> strategies{kestrel::MemoryStrategy::kPool};
+      if (std::string(blob) == "pw4") strategies = {kestrel::MemoryStrategy::kPool, kestrel::MemoryStrategy::kPlan,
+                                                   kestrel::MemoryStrategy::kNone};
+      for (kestrel::MemoryStrategy m : strategies) {
         for (int threads : {1, 3}) {
           INFO(std::string(blob) << ", memory " << int(m) << ", " << threads << " threads");
           const Run got = run(b, true, threads, m, blob);

@@ -3,7 +3,7 @@
 // from the convolution registry when one claims the geometry; the reference loop
 // (kernels::conv_reference) covers the rest and the reference kernel set.
 #include <algorithm>
-#include <string>
+#include <cstdio>
 
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
@@ -114,9 +114,10 @@ class Convolution final : public Layer {
     g_ = g;
     workspace_bytes = kernel_->workspace_bytes(g_);
     workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
-    // Profiles show the layouts: "[1>16]" reads planar and writes blocks of 16.
-    name_ = std::string(kernel_->name) + "[" + std::to_string(in_pack) + ">" + std::to_string(out_pack) + "]";
-    kernel_name = name_.c_str();
+    // Profiles show the layouts: "[1>16]" reads planar and writes blocks of 16. A fixed
+    // buffer: no allocation at load beyond the packed weights.
+    std::snprintf(name_, sizeof name_, "%s[%d>%d]", kernel_->name, in_pack, out_pack);
+    kernel_name = name_;
     return true;
   }
   const kernels::ConvGeometry& geometry() const { return g_; }
@@ -167,7 +168,7 @@ class Convolution final : public Layer {
   kernels::FcGeometry fc_g_;
   size_t fc_workspace_bytes_ = 0;  // the GEMV's share of the workspace; its output follows
   Mat packed_;  // kernel_'s or fc_kernel_'s packed weights
-  std::string name_;  // kernel_name with the operands' layouts, once re-targeted
+  char name_[64] = {};  // kernel_name with the operands' layouts, once re-targeted
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
 };
