@@ -25,24 +25,16 @@ void choose_blocked_layouts(NetImpl& net) {
     if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1) continue;
     const int lanes = convolution_blocked_lanes(*producer.impl);
     if (lanes == 0) continue;
-    int p_in = 1, p_out = 1;
-    if (!convolution_packs(*producer.impl, &p_in, &p_out)) continue;
-    // Every reader must take a blocked input with its current output layout (still
-    // planar: readers come later in net.order, and their tops are decided there).
-    bool all = set_convolution_packs(*producer.impl, p_in, lanes, /*dry_run=*/true);
+    // The producer must write it blocked and every reader take it blocked, each with
+    // its other operand as decided so far.
+    bool all = set_convolution_pack(*producer.impl, /*output=*/true, lanes, /*dry_run=*/true);
     for (int ci : net.consumers[b]) {
       const NetLayer& c = net.layers[ci];
-      int c_in = 1, c_out = 1;
-      all = all && c.type == "Convolution" && convolution_blocked_lanes(*c.impl) == lanes &&
-            convolution_packs(*c.impl, &c_in, &c_out) && set_convolution_packs(*c.impl, lanes, c_out, true);
+      all = all && convolution_blocked_lanes(*c.impl) == lanes && set_convolution_pack(*c.impl, false, lanes, true);
     }
     if (!all) continue;
-    set_convolution_packs(*producer.impl, p_in, lanes, false);
-    for (int ci : net.consumers[b]) {
-      int c_in = 1, c_out = 1;
-      convolution_packs(*net.layers[ci].impl, &c_in, &c_out);
-      set_convolution_packs(*net.layers[ci].impl, lanes, c_out, false);
-    }
+    set_convolution_pack(*producer.impl, true, lanes, false);
+    for (int ci : net.consumers[b]) set_convolution_pack(*net.layers[ci].impl, false, lanes, false);
     Shape& shape = net.blob_shapes[b];
     shape.c /= lanes;
     shape.elempack = lanes;

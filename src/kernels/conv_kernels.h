@@ -29,6 +29,10 @@ struct ConvGeometry {
 
   bool is_depthwise() const { return group == in_c && group == out_c; }
   bool planar() const { return in_pack == 1 && out_pack == 1; }
+  // Each operand planar or blocked by `lanes`.
+  bool packs_within(int lanes) const {
+    return (in_pack == 1 || in_pack == lanes) && (out_pack == 1 || out_pack == lanes);
+  }
   double flops() const;  // 2 * multiply-adds (for benchmarks)
 };
 

@@ -102,13 +102,13 @@ class Convolution final : public Layer {
   // The kernel's blocked lanes, where it has a fast kernel that takes blocked operands.
   int blocked_lanes() const { return kernel_ ? kernel_->blocked_lanes : 0; }
 
-  // Re-targets the chosen kernel to these operand layouts (same packed weights), or
-  // false, nothing changed, where it does not take them. dry_run: only asks.
-  bool set_packs(int in_pack, int out_pack, bool dry_run) {
+  // Re-targets the chosen kernel to this layout of its input or output (the other
+  // operand keeps its own; same packed weights), or false, nothing changed, where the
+  // kernel does not take it. dry_run: only asks.
+  bool set_pack(bool output, int pack, bool dry_run) {
     if (!kernel_ || kernel_->blocked_lanes == 0) return false;
     kernels::ConvGeometry g = g_;
-    g.in_pack = in_pack;
-    g.out_pack = out_pack;
+    (output ? g.out_pack : g.in_pack) = pack;
     if (!kernel_->supports(g)) return false;
     if (dry_run) return true;
     g_ = g;
@@ -116,11 +116,10 @@ class Convolution final : public Layer {
     workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
     // Profiles show the layouts: "[1>16]" reads planar and writes blocks of 16. A fixed
     // buffer: no allocation at load beyond the packed weights.
-    std::snprintf(name_, sizeof name_, "%s[%d>%d]", kernel_->name, in_pack, out_pack);
+    std::snprintf(name_, sizeof name_, "%s[%d>%d]", kernel_->name, g_.in_pack, g_.out_pack);
     kernel_name = name_;
     return true;
   }
-  const kernels::ConvGeometry& geometry() const { return g_; }
 
   size_t packed_weight_bytes() const override {
     return kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0;
@@ -182,17 +181,9 @@ int convolution_blocked_lanes(const Layer& layer) {
   return conv ? conv->blocked_lanes() : 0;
 }
 
-bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool dry_run) {
+bool set_convolution_pack(Layer& layer, bool output, int pack, bool dry_run) {
   auto* conv = dynamic_cast<Convolution*>(&layer);
-  return conv != nullptr && conv->set_packs(in_pack, out_pack, dry_run);
-}
-
-bool convolution_packs(const Layer& layer, int* in_pack, int* out_pack) {
-  const auto* conv = dynamic_cast<const Convolution*>(&layer);
-  if (!conv) return false;
-  *in_pack = conv->geometry().in_pack;
-  *out_pack = conv->geometry().out_pack;
-  return true;
+  return conv != nullptr && conv->set_pack(output, pack, dry_run);
 }
 
 bool convolution_parts(const Layer& layer, ConvParts* parts) {

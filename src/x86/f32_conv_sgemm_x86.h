@@ -582,13 +582,11 @@ bool supports_general(const ConvGeometry& g) {
 template <int W, int MR>
 bool blocked_ok(const ConvGeometry& g) {
   if (g.planar()) return true;
-  const bool packs = (g.in_pack == 1 || g.in_pack == W) && (g.out_pack == 1 || g.out_pack == W);
-  return packs && g.in_c % W == 0 && g.out_c % W == 0 && packs_pixel_groups<MR>(g);
+  return g.packs_within(W) && g.in_c % W == 0 && g.out_c % W == 0 && packs_pixel_groups<MR>(g);
 }
 
 // The channel-tile kernels take the geometries of the pixel-tile ones (MRp x NVp
 // vectors) that prefer channel tiles.
-
 template <int W, int MRp, int NVp, int MV, int NP, int NV>
 bool supports_1x1_channels(const ConvGeometry& g) {
   return supports_1x1<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g) &&

@@ -83,10 +83,7 @@ bool supports_cvec(const ConvGeometry& g, int lanes) {
   // the planar kernel kept 112-pixel rows: 0.117 / 0.165 (s1) and 0.151 / 0.171 (s2 to
   // 56) at 1 thread.
   if (!supports(g)) return false;
-  if (!g.planar()) {
-    const bool packs = (g.in_pack == 1 || g.in_pack == lanes) && (g.out_pack == 1 || g.out_pack == lanes);
-    if (!packs || g.in_c % lanes != 0) return false;
-  }
+  if (!g.planar() && (!g.packs_within(lanes) || g.in_c % lanes != 0)) return false;
   const bool flat_map = g.sw == 1 && g.out_w <= (lanes == 16 ? 8 : 16);
   const int widest = lanes == 16 && g.sw == 2 ? 32 : 64;
   return !flat_map && g.out_w <= widest;
