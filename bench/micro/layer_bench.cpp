@@ -131,12 +131,31 @@ void time_layer(benchmark::State& state, double flops, int threads, const std::f
 
 // ---- Convolution ----
 
-void bench_conv(benchmark::State& state, const ConvGeometry& g, bool opt, int threads) {
+void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, int threads) {
+  ConvGeometry g = planar;
   std::mt19937 rng(20261122u + unsigned(g.in_c * 131 + g.out_c * 7 + g.in_h));
-  const size_t in_plane = size_t(g.in_h) * g.in_w, out_plane = size_t(g.out_h) * g.out_w;
+  const ConvKernel* k = opt ? kestrel::kernels::select_conv_kernel(g, kestrel::kernels::active_isa()) : nullptr;
+  // KESTREL_BENCH_KERNEL=name times that kernel wherever it claims the geometry, to
+  // compare kernels side by side before choosing which claims what.
+  if (const char* want = opt ? std::getenv("KESTREL_BENCH_KERNEL") : nullptr) {
+    for (const ConvKernel* c : kestrel::kernels::conv_kernels()) {
+      if (std::string(c->name) == want && c->supports(g)) k = c;
+    }
+  }
+  // KESTREL_BENCH_BLOCKED=1 gives the kernel blocked operands (Option::blocked_layout),
+  // each one it takes so: a block of W channels is one plane of W-float pixels.
+  if (k && k->blocked_lanes && std::getenv("KESTREL_BENCH_BLOCKED")) {
+    for (int side = 0; side < 2; ++side) {
+      ConvGeometry t = g;
+      (side ? t.out_pack : t.in_pack) = k->blocked_lanes;
+      if (k->supports(t)) g = t;
+    }
+  }
+  const size_t in_plane = size_t(g.in_h) * g.in_w * g.in_pack, out_plane = size_t(g.out_h) * g.out_w * g.out_pack;
   const size_t in_cstep = align_floats(in_plane), out_cstep = align_floats(out_plane);
-  AlignedFloats in(in_cstep * g.in_c), out(out_cstep * g.out_c);
-  for (int c = 0; c < g.in_c; ++c) fill_random(in.data() + c * in_cstep, in_plane, rng);
+  const int in_planes = g.in_c / g.in_pack, out_planes = g.out_c / g.out_pack;
+  AlignedFloats in(in_cstep * in_planes), out(out_cstep * out_planes);
+  for (int c = 0; c < in_planes; ++c) fill_random(in.data() + c * in_cstep, in_plane, rng);
   const std::vector<float> w = random_vector(size_t(g.out_c) * (g.in_c / g.group) * g.kh * g.kw, rng);
   const std::vector<float> b = random_vector(g.out_c, rng);
   const float* bias = g.bias ? b.data() : nullptr;
@@ -148,19 +167,11 @@ void bench_conv(benchmark::State& state, const ConvGeometry& g, bool opt, int th
     });
     return;
   }
-  const ConvKernel* k = kestrel::kernels::select_conv_kernel(g, kestrel::kernels::active_isa());
-  // KESTREL_BENCH_KERNEL=name times that kernel wherever it claims the geometry, to
-  // compare kernels side by side before choosing which claims what.
-  if (const char* want = std::getenv("KESTREL_BENCH_KERNEL")) {
-    for (const ConvKernel* c : kestrel::kernels::conv_kernels()) {
-      if (std::string(c->name) == want && c->supports(g)) k = c;
-    }
-  }
   if (!k) {
     state.SkipWithError("no fast kernel claims this geometry at the active ISA");
     return;
   }
-  state.SetLabel(k->name);
+  state.SetLabel(std::string(k->name) + (g.planar() ? "" : " blocked " + std::to_string(g.in_pack) + ">" + std::to_string(g.out_pack)));
   AlignedFloats packed(k->packed_floats(g));
   k->pack(g, w.data(), bias, packed.data());  // once, outside the timed loop
   Scratch scratch;

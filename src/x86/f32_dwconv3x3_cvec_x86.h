@@ -17,7 +17,7 @@
 // both agree bit for bit and nothing depends on the thread count or the banding.
 //
 // ODR: as in f32_dwconv3x3_x86.h, the traits (which add transpose(r[W])) are internal
-// to each ISA's translation unit and everything here compiled with ISA flags is a
+// to each ISA's translation units and everything here compiled with ISA flags is a
 // template over them; the plan and the packing are in f32_dwconv3x3_common.cpp.
 #pragma once
 #include <omp.h>

@@ -1,7 +1,7 @@
 // 3x3 depthwise convolution, stride 1 and 2, on x86 (the algorithm of
 // src/arm/f32_dwconv3x3_neon.h, Bi et al., Alg. 3), written once over a vector-traits
-// type V and instantiated by f32_dwconv3x3_avx512.cpp (16 lanes) and
-// f32_dwconv3x3_avx2.cpp (8 lanes); the ISA-free parts (supports, packing, the
+// type V and instantiated by f32_dwconv3x3_2x64_avx512.cpp (16 lanes) and
+// f32_dwconv3x3_2x24_avx2.cpp (8 lanes); the ISA-free parts (supports, packing, the
 // scratch plan, the unfused activations) are in f32_dwconv3x3_common.cpp.
 //
 // Per channel, a step computes 2 output rows (1 for an odd last row) x kVecs vectors
@@ -24,9 +24,9 @@
 // Every output value is bias + the 9 taps, fused in the order ky = 0..2, kx = 0..2,
 // whatever the step's shape, so results do not depend on tiling or thread count.
 //
-// ODR: the traits types are defined in an anonymous namespace of each ISA's
-// translation unit, and everything here that is compiled with ISA flags is a template
-// over them (or static), so every instantiation has internal linkage: no AVX-512 copy
+// ODR: the traits types are defined in an anonymous namespace (f32_dwconv3x3_avx512.h,
+// f32_dwconv3x3_avx2.h, included only by that ISA's translation units), and everything
+// here that is compiled with ISA flags is a template over them (or static), so every instantiation has internal linkage: no AVX-512 copy
 // of a function can be picked by the linker for the AVX2 path. The functions declared
 // under "common" are defined in f32_dwconv3x3_common.cpp, built without ISA flags.
 #pragma once

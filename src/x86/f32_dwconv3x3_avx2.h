@@ -1,11 +1,12 @@
-// 3x3 depthwise convolution, stride 1 and 2, AVX2 + FMA: 2 output rows x up to 3 x 8
-// pixels per step (6 accumulators and 9 broadcast taps in the 16 ymm registers), the
-// algorithm of f32_dwconv3x3_x86.h. vmaskmov loads and stores for the ends of rows.
+// The AVX2 + FMA vector traits of the 3x3 depthwise kernels, which f32_dwconv3x3_x86.h,
+// f32_dwconv3x3_cvec_x86.h and f32_dwconv3x3_flat_x86.h are written over; included only
+// by the avx2 kernels' translation units (one per kernel, f32_dwconv3x3_*_avx2.cpp),
+// all compiled with the same ISA flags. The anonymous namespace gives every
+// instantiation over these traits internal linkage in each of them (the ODR note of
+// f32_dwconv3x3_x86.h).
+#pragma once
 #include <immintrin.h>
 
-#include "x86/f32_dwconv3x3_cvec_x86.h"
-#include "x86/f32_dwconv3x3_flat_x86.h"
-#include "x86/x86_kernels.h"
 #include "x86/x86_vec.h"
 
 namespace kestrel::kernels::x86 {
@@ -50,30 +51,5 @@ struct VecAvx2 {
   static __attribute__((always_inline)) void transpose(T r[8]) { transpose_square(r); }
 };
 
-void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
-         const KernelContext& ctx) {
-  dwconv3x3::run<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
-}
-
-void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-              size_t out_cstep, const KernelContext& ctx) {
-  dwconv3x3::run_flat<VecAvx2>(g, packed, in, in_cstep, out, out_cstep, ctx);
-}
-
 }  // namespace
-
-const ConvKernel kF32DwConv3x3Cvec_Avx2 = dwconv3x3::cvec_kernel<VecAvx2>("f32_dwconv3x3_c8_avx2", Isa::kAvx2);
-
-const ConvKernel kF32DwConv3x3_Avx2 = {
-    "f32_dwconv3x3_2x24_avx2", Isa::kAvx2,           dwconv3x3::supports,         dwconv3x3::packed_floats,
-    dwconv3x3::pack,           dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
-    run,
-};
-
-const ConvKernel kF32DwConv3x3Flat_Avx2 = {
-    "f32_dwconv3x3_flat_avx2", Isa::kAvx2, dwconv3x3::supports_flat, dwconv3x3::packed_floats,
-    dwconv3x3::pack, dwconv3x3::flat_workspace<VecAvx2>, dwconv3x3::no_workspace, 1e-4,
-    run_flat,
-};
-
 }  // namespace kestrel::kernels::x86

@@ -1,15 +1,16 @@
-// 3x3 depthwise convolution, stride 1 and 2, AVX-512F: 2 output rows x up to 4 x 16
-// pixels per step (8 accumulators, 9 broadcast taps, the bias), the algorithm of
-// f32_dwconv3x3_x86.h. Masked loads and stores for the ends of rows.
+// The AVX-512F vector traits of the 3x3 depthwise kernels, which f32_dwconv3x3_x86.h,
+// f32_dwconv3x3_cvec_x86.h and f32_dwconv3x3_flat_x86.h are written over; included only
+// by the avx512 kernels' translation units (one per kernel, f32_dwconv3x3_*_avx512.cpp),
+// all compiled with the same ISA flags. The anonymous namespace gives every
+// instantiation over these traits internal linkage in each of them (the ODR note of
+// f32_dwconv3x3_x86.h).
+#pragma once
 #include <immintrin.h>
 
 // GCC 12 warns that _mm512_undefined_ps() (the pass-through operand of the unmasked
 // max/min intrinsics) "may be used uninitialized": a false positive in its headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "x86/f32_dwconv3x3_cvec_x86.h"
-#include "x86/f32_dwconv3x3_flat_x86.h"
-#include "x86/x86_kernels.h"
 #include "x86/x86_vec.h"
 
 namespace kestrel::kernels::x86 {
@@ -51,30 +52,5 @@ struct VecAvx512 {
   static __attribute__((always_inline)) void transpose(T r[16]) { transpose_square(r); }
 };
 
-void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
-         const KernelContext& ctx) {
-  dwconv3x3::run<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
-}
-
-void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-              size_t out_cstep, const KernelContext& ctx) {
-  dwconv3x3::run_flat<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
-}
-
 }  // namespace
-
-const ConvKernel kF32DwConv3x3Cvec_Avx512 = dwconv3x3::cvec_kernel<VecAvx512>("f32_dwconv3x3_c16_avx512", Isa::kAvx512);
-
-const ConvKernel kF32DwConv3x3_Avx512 = {
-    "f32_dwconv3x3_2x64_avx512", Isa::kAvx512,           dwconv3x3::supports,         dwconv3x3::packed_floats,
-    dwconv3x3::pack,             dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
-    run,
-};
-
-const ConvKernel kF32DwConv3x3Flat_Avx512 = {
-    "f32_dwconv3x3_flat_avx512", Isa::kAvx512, dwconv3x3::supports_flat, dwconv3x3::packed_floats,
-    dwconv3x3::pack, dwconv3x3::flat_workspace<VecAvx512>, dwconv3x3::no_workspace, 1e-4,
-    run_flat,
-};
-
 }  // namespace kestrel::kernels::x86

@@ -1,0 +1,24 @@
+// 3x3 depthwise convolution, stride 1 and 2, AVX-512F: 2 output rows x up to 4 x 16
+// pixels per step (8 accumulators, 9 broadcast taps, the bias), the algorithm of
+// f32_dwconv3x3_x86.h. Masked loads and stores for the ends of rows.
+#include "x86/f32_dwconv3x3_x86.h"
+#include "x86/f32_dwconv3x3_avx512.h"
+#include "x86/x86_kernels.h"
+
+namespace kestrel::kernels::x86 {
+namespace {
+
+void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
+         const KernelContext& ctx) {
+  dwconv3x3::run<VecAvx512>(g, packed, in, in_cstep, out, out_cstep, ctx);
+}
+
+}  // namespace
+
+const ConvKernel kF32DwConv3x3_Avx512 = {
+    "f32_dwconv3x3_2x64_avx512", Isa::kAvx512,           dwconv3x3::supports,         dwconv3x3::packed_floats,
+    dwconv3x3::pack,             dwconv3x3::no_workspace, dwconv3x3::thread_workspace, 1e-4,
+    run,
+};
+
+}  // namespace kestrel::kernels::x86
