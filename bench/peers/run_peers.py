@@ -10,7 +10,7 @@ and MobileNet-SSD 300 (the Caffe definition in ../shared with a seeded random
 caffemodel; OpenCV only: ONNX has no Caffe-SSD layers).
 
   bench/peers/run_peers.py [--build build] [--out build/peers] [--threads 1,2] [--loops 30] [--warmup 5]
-                           [--rounds 3] [--markdown bench/peers/RESULTS.md]
+                           [--rounds 3] [--markdown bench/peers/RESULTS.md] [--nets mobilenet_v2,...]
 
 Needs: a build with kestrel-convert and kestrel-bench, Debian's python3-torch,
 -torchvision, -onnx, -opencv, and `npm install --ignore-scripts` in bench/peers
@@ -80,6 +80,8 @@ def main():
                          "median of the rounds' medians and the smallest min (the machine's neighbours vary)")
     ap.add_argument("--shared", default=str(REPO.parent / "shared"))
     ap.add_argument("--markdown")
+    ap.add_argument("--nets", help="only these networks (comma-separated names of the table), for more rounds "
+                                   "of a close cell")
     args = ap.parse_args()
     build, out = pathlib.Path(args.build), pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -129,6 +131,8 @@ def main():
             return run_json(["node", str(HERE / "ort_bench.js"), str(onnx), str(npy), str(t), loops, warm])
         return run_json([PYTHON, str(HERE / "opencv_bench.py")] + cv_args + [str(npy), str(t), loops, warm])
 
+    if args.nets:
+        nets = {k: v for k, v in nets.items() if k in args.nets.split(",")}
     samples = {}  # (name, t) -> engine -> [result per round]
     for r in range(args.rounds):
         for name, (kst, npy, onnx, cv_args) in nets.items():
