@@ -127,6 +127,12 @@ void run_flat(const ConvGeometry& g, const float* packed, const float* in, size_
   });
 }
 
+// The registry entry of the kernel over V; an ISA's translation unit names only its traits.
+template <class V>
+constexpr ConvKernel flat_kernel(const char* name, Isa isa) {
+  return {name, isa, supports_flat, packed_floats, pack, flat_workspace<V>, no_workspace, 1e-4, run_flat<V>};
+}
+
 }  // namespace kestrel::kernels::x86::dwconv3x3
 
 #undef KESTREL_DW3X3_INLINE

@@ -350,6 +350,12 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
   }
 }
 
+// The registry entry of the kernel over V; an ISA's translation unit names only its traits.
+template <class V>
+constexpr ConvKernel planar_kernel(const char* name, Isa isa) {
+  return {name, isa, supports, packed_floats, pack, no_workspace, thread_workspace, 1e-4, run<V>};
+}
+
 }  // namespace kestrel::kernels::x86::dwconv3x3
 
 #undef KESTREL_DW3X3_INLINE
