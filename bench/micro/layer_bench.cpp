@@ -171,7 +171,8 @@ void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, i
     state.SkipWithError("no fast kernel claims this geometry at the active ISA");
     return;
   }
-  state.SetLabel(std::string(k->name) + (g.planar() ? "" : " blocked " + std::to_string(g.in_pack) + ">" + std::to_string(g.out_pack)));
+  const std::string packs = std::to_string(g.in_pack) + ">" + std::to_string(g.out_pack);
+  state.SetLabel(std::string(k->name) + (g.planar() ? "" : " blocked " + packs));
   AlignedFloats packed(k->packed_floats(g));
   k->pack(g, w.data(), bias, packed.data());  // once, outside the timed loop
   Scratch scratch;

@@ -6,6 +6,7 @@
 
 namespace kestrel::kernels::x86 {
 
-const ConvKernel kF32DwConv3x3Flat_Avx512 = dwconv3x3::flat_kernel<VecAvx512>("f32_dwconv3x3_flat_avx512", Isa::kAvx512);
+const ConvKernel kF32DwConv3x3Flat_Avx512 =
+    dwconv3x3::flat_kernel<VecAvx512>("f32_dwconv3x3_flat_avx512", Isa::kAvx512);
 
 }  // namespace kestrel::kernels::x86

@@ -26,8 +26,9 @@
 //
 // ODR: the traits types are defined in an anonymous namespace (f32_dwconv3x3_avx512.h,
 // f32_dwconv3x3_avx2.h, included only by that ISA's translation units), and everything
-// here that is compiled with ISA flags is a template over them (or static), so every instantiation has internal linkage: no AVX-512 copy
-// of a function can be picked by the linker for the AVX2 path. The functions declared
+// here that is compiled with ISA flags is a template over them (or static), so every
+// instantiation has internal linkage: no AVX-512 copy of a function can be picked by the
+// linker for the AVX2 path. The functions declared
 // under "common" are defined in f32_dwconv3x3_common.cpp, built without ISA flags.
 #pragma once
 #include <omp.h>
