@@ -86,6 +86,7 @@ TEST_SUITE("fusion") {
   TEST_CASE("the blob a fusion absorbs is reported by name, and kept with fuse_layers off") {
     const ModelBuilder b = pair_net(16, 14, 14, 40, 1, 24, 2);
     kestrel::Net net;
+    net.option().blocked_layout = false;
     REQUIRE(kt::load(net, b).ok());
     kestrel::Extractor ex = net.create_extractor();
     REQUIRE(ex.input("data", kt::random_input(net, "data", 17)).ok());

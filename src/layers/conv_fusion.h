@@ -29,9 +29,10 @@ bool convolution_parts(const Layer& layer, ConvParts* parts);
 // the lanes of the layer's kernel where it takes blocked operands (0 otherwise, or not
 // a Convolution), and re-targeting its input or output (`output`) to `pack`, the other
 // operand unchanged (false, nothing changed, where its kernel does not take it or it is
-// not a Convolution; dry_run: only asks).
+// not a Convolution; rechoose: or another fast kernel for the new geometry, its weights
+// packed again, throwing std::bad_alloc where they cannot be; dry_run: only asks).
 int convolution_blocked_lanes(const Layer& layer);
-bool set_convolution_pack(Layer& layer, bool output, int pack, bool dry_run);
+bool set_convolution_pack(Layer& layer, bool output, int pack, bool rechoose, bool dry_run);
 
 // The fused layer for `pw` (a 1x1, stride-1, unpadded, ungrouped Convolution) followed
 // by `dw` (a 3x3 depthwise Convolution reading pw's output), taking ownership of both;

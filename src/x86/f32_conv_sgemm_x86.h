@@ -45,6 +45,9 @@ constexpr size_t kMinShareTiles = 4;
 // Geometries whose single-tile im2col would exceed this many bytes per thread are
 // left to the reference.
 constexpr size_t kMaxScratchBytes = size_t(64) << 20;
+// The channel tiles take 1x1 layers of a planar input up to this many pixels (14x14),
+// and of a blocked one, read in place, up to kMaxBlockedPixels (prefers_channel_tiles).
+constexpr size_t kMaxDirectPixels = 256;
 
 struct Plan {
   int in_per_group, out_per_group, panels;
@@ -424,7 +427,12 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
   const int rest = static_cast<int>(pl.pixels % NP);
   const float* bias_all = packed + weight_floats<MR>(pl, 1);
   const int threads = std::max(1, ctx.num_threads);
-  const bool in_place = P::kIn != 0 && threads == 1;
+  // A blocked map of more than 14x14 pixels is read in place at any thread count, each
+  // thread its own pixel groups for every panel, so that no line of it is read by both
+  // cores: its copy into groups (1.6 MB at 56x56x128) took MobileNet v1's 56x56 1x1
+  // layers from 0.58 to 0.77 ms at 2 threads.
+  const bool by_pixels = P::kIn != 0 && threads > 1 && pl.pixels > kMaxDirectPixels;
+  const bool in_place = P::kIn != 0 && (threads == 1 || by_pixels);
   // The threads copy a share of the rows each into thread 0's scratch (one copy, not
   // one per thread: at 2 threads a copy per thread cost what the groups gained), then
   // split the tiles.
@@ -459,21 +467,13 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
     // own scratch after the groups' room: [pixel][MR].
     const size_t kslice = slices_k(pl.k) ? kKSlice : pl.k;
     float* parked = static_cast<float*>(ctx.scratch_of(static_cast<int>(t))) + groups_floats;
-    // Thread t's share of the (panel, group) pairs, panel by panel: whole panels split
-    // unevenly where they are few (MobileNet v2's 14x14 576 -> 96 layer: 3 panels, 2
-    // for one thread and 1 for the other, took 0.112 ms at 2 threads).
-    const size_t ngroups = full + (rest ? 1 : 0), pairs = static_cast<size_t>(pl.panels) * ngroups;
-    const size_t end = pairs * (t + 1) / n;
-    for (size_t i = pairs * t / n; i < end;) {
-      const int panel = static_cast<int>(i / ngroups);
-      const size_t g0 = i % ngroups, g1 = std::min(ngroups, g0 + (end - i));
-      i += g1 - g0;
+    // Groups [g0, g1) of one panel, `next` the weights of the panel the thread runs next.
+    const size_t ngroups = full + (rest ? 1 : 0);
+    auto run_groups = [&](int panel, size_t g0, size_t g1, const float* next) {
       const float* a = packed + static_cast<size_t>(panel) * pl.k * MR;
       const float* bias = bias_all + static_cast<size_t>(panel) * MR;
       const int mr = std::min(MR, pl.out_per_group - panel * MR);
       float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep;  // its first row / block
-      // The next panel's weights, where this thread runs it.
-      const float* next = i < end ? a + pl.k * MR : nullptr;
       for (size_t k0 = 0; k0 < pl.k; k0 += kslice) {
         const size_t kn = std::min(kslice, pl.k - k0);
         const gemm::Resume rs{k0 > 0 ? parked : nullptr, k0 + kn < pl.k ? parked : nullptr};
@@ -497,6 +497,23 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
           gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + full * NP * out_px, ldc, mr, rest,
                                              nullptr, epi, rs.at(full * NP * MR));
         }
+      }
+    };
+    if (by_pixels) {
+      const size_t g0 = ngroups * t / n, g1 = ngroups * (t + 1) / n;
+      for (int panel = 0; panel < pl.panels; ++panel) {
+        run_groups(panel, g0, g1, panel + 1 < pl.panels ? packed + static_cast<size_t>(panel + 1) * pl.k * MR : nullptr);
+      }
+    } else {
+      // Thread t's share of the (panel, group) pairs, panel by panel: whole panels split
+      // unevenly where they are few (MobileNet v2's 14x14 576 -> 96 layer: 3 panels, 2
+      // for one thread and 1 for the other, took 0.112 ms at 2 threads).
+      const size_t pairs = static_cast<size_t>(pl.panels) * ngroups, end = pairs * (t + 1) / n;
+      for (size_t i = pairs * t / n; i < end;) {
+        const int panel = static_cast<int>(i / ngroups);
+        const size_t g0 = i % ngroups, g1 = std::min(ngroups, g0 + (end - i));
+        i += g1 - g0;
+        run_groups(panel, g0, g1, i < end ? packed + static_cast<size_t>(panel + 1) * pl.k * MR : nullptr);
       }
     }
   }
@@ -553,8 +570,12 @@ bool prefers_channel_tiles(const ConvGeometry& g) {
                                                        static_cast<double>(p % NP / 4) * tile_step_cycles(4, MV) +
                                                        static_cast<double>(p % 4) * tile_step_cycles(1, MV)) +
                          oc * px / k;
-  constexpr double kMaxDirectPixels = 256;  // 14x14 and less
-  if (reads_input_directly(g) && px > kMaxDirectPixels) return false;
+  // A blocked input is read in place, with no copy into pixel groups: there the channel
+  // tiles matched the pixel tiles on MobileNet v1's 28x28 and 56x56 layers, and the maps
+  // around them stay blocked (the depthwise layers read them in place too).
+  constexpr double kMaxBlockedPixels = 3136;  // 56x56 and less
+  if (reads_input_directly(g) && g.in_pack != 1) return px <= kMaxBlockedPixels;
+  if (reads_input_directly(g) && px > static_cast<double>(kMaxDirectPixels)) return false;
   return channel < 1.1 * pixel;
 }
 
