@@ -3,6 +3,7 @@
 // give the planar bits for every blob (the output with every memory strategy) at 1 and
 // 3 threads; the maps between the x86 channel kernels must in fact be blocked there, and
 // extract() of one must hand out a planar copy.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,50 @@ ModelBuilder chain_net() {
   return b;
 }
 
+// A residual Add of two maps of one shape (BinaryOp, Layer::elementwise_any_layout)
+// takes its inputs' layout: data [64,14,14] -> d0 -> x0 (64) -> {e1 (128) -> d1 -> p1 (64)}
+// -> r1 = x0 + p1 -> {e2 (128) -> d2 -> p2 (64)} -> r2 = r1 + p2 -> out (48). On x86
+// x0, p1, r1, p2 and r2 are blocked together (the convolutions around them say so),
+// as are e1/d1/e2/d2. A third Add that broadcasts a [64,1,1] weight onto r2 would keep
+// the whole group planar (residual_net(true)).
+void add_binary(ModelBuilder& b, const std::string& name, const std::vector<std::string>& bottoms,
+                std::vector<uint32_t> weights = {}) {
+  kestrel::fb::BinaryOpParamT p;
+  p.op = kestrel::fb::BinaryOpType::Add;
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(p));
+  b.add_layer("BinaryOp", name, bottoms, {name}, std::move(u), weights);
+}
+
+ModelBuilder residual_net(bool broadcast_tail) {
+  ModelBuilder b;
+  b.add_input("data", {64, 14, 14});
+  kt::add_depthwise(b, "d0", "data", 64, 1, 2);
+  kt::add_conv(b, "x0", "d0", 64, 64, 1, 3);
+  kt::add_conv(b, "e1", "x0", 64, 128, 1, 5);
+  kt::add_depthwise(b, "d1", "e1", 128, 1, 7);
+  kt::add_conv(b, "p1", "d1", 128, 64, 1, 9);
+  add_binary(b, "r1", {"x0", "p1"});
+  kt::add_conv(b, "e2", "r1", 64, 128, 1, 11);
+  kt::add_depthwise(b, "d2", "e2", 128, 1, 13);
+  kt::add_conv(b, "p2", "d2", 128, 64, 1, 15);
+  add_binary(b, "r2", {"r1", "p2"});
+  std::string last = "r2";
+  if (broadcast_tail) {
+    std::vector<float> w(64);
+    for (int i = 0; i < 64; ++i) w[i] = 0.01f * static_cast<float>(i);
+    add_binary(b, "r3", {"r2"}, {b.add_weight("r3/w", {64, 1, 1}, w)});
+    last = "r3";
+  }
+  kt::add_conv(b, "out", last, 64, 48, 1, 17);
+  b.add_output("out");
+  return b;
+}
+
 struct Run {
   kestrel::Mat out;
   std::vector<std::string> kernels;  // per layer run, as the observer saw them
+  std::vector<std::string> layers;   // their names
 };
 
 Run run(const ModelBuilder& b, bool blocked, int threads, kestrel::MemoryStrategy memory, const std::string& blob) {
@@ -57,7 +99,10 @@ Run run(const ModelBuilder& b, bool blocked, int threads, kestrel::MemoryStrateg
   ex.set_num_threads(threads);
   ex.set_memory_strategy(memory);
   Run r;
-  ex.set_observer([&](const kestrel::LayerEvent& ev) { r.kernels.push_back(ev.kernel); });
+  ex.set_observer([&](const kestrel::LayerEvent& ev) {
+    r.kernels.push_back(ev.kernel);
+    r.layers.push_back(ev.layer_name);
+  });
   REQUIRE(ex.input("data", kt::random_input(net, "data", 21)).ok());
   s = ex.extract(blob, r.out);
   REQUIRE_MESSAGE(s.ok(), s.message());
@@ -92,6 +137,42 @@ TEST_SUITE("networks") {
       CHECK(blocked_kernels > 0);
     } else {
       CHECK(blocked_kernels == 0);
+    }
+  }
+
+  TEST_CASE("a residual Add keeps its maps blocked, a broadcasting one planar") {
+    for (bool broadcast_tail : {false, true}) {
+      const ModelBuilder b = residual_net(broadcast_tail);
+      INFO("broadcast tail " << broadcast_tail);
+      std::map<std::string, std::string> kernel_of;  // layer -> kernel, last seen
+      std::vector<const char*> blobs{"out", "d0", "x0", "e1", "d1", "p1", "r1", "e2", "d2", "p2", "r2"};
+      if (broadcast_tail) blobs.push_back("r3");
+      for (const char* blob : blobs) {
+        const kestrel::Mat want = run(b, false, 1, kestrel::MemoryStrategy::kPool, blob).out;
+        for (kestrel::MemoryStrategy m : {kestrel::MemoryStrategy::kPool, kestrel::MemoryStrategy::kPlan}) {
+          for (int threads : {1, 3}) {
+            INFO(std::string(blob) << ", memory " << int(m) << ", " << threads << " threads");
+            const Run got = run(b, true, threads, m, blob);
+            CHECK(kt::same_bits(got.out, want));
+            for (size_t i = 0; i < got.layers.size(); ++i) kernel_of[got.layers[i]] = got.kernels[i];
+          }
+        }
+      }
+      // Only with 16 lanes are kernels re-chosen for a blocked geometry (net_layout.cpp):
+      // with AVX2 this net's 1x1 layers keep pixel-tile kernels, which take planar maps.
+      if (kestrel::kernels::active_isa() != kestrel::kernels::Isa::kAvx512) continue;
+      // x0 writes the group blocked and p2 writes into it; e2 and out read r1 and r2 (or,
+      // with the broadcasting tail, all of them stay planar).
+      for (const char* conv : {"x0", "p1", "p2"}) {
+        INFO(std::string(conv) << ": " << kernel_of[conv]);
+        CHECK((kernel_of[conv].find(">1]") == std::string::npos && kernel_of[conv].find('[') != std::string::npos) ==
+              !broadcast_tail);
+      }
+      for (const char* conv : {"e1", "e2"}) {
+        INFO(std::string(conv) << ": " << kernel_of[conv]);
+        CHECK((kernel_of[conv].find("[1>") == std::string::npos && kernel_of[conv].find('[') != std::string::npos) ==
+              !broadcast_tail);
+      }
     }
   }
 }

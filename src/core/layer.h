@@ -69,6 +69,11 @@ class Layer {
   // into the output's channel ranges (zero-copy concat).
   virtual bool concatenates_channels() const { return false; }
 
+  // True if forward() computes each output value from the values at the same position
+  // of inputs of one shape, the output's, whatever the layout of the three (a residual
+  // Add of two maps): then the Net may give them channel-blocked layouts together.
+  virtual bool elementwise_any_layout() const { return false; }
+
   // Bytes of weights this layer keeps beyond the model's own (packed copies).
   virtual size_t packed_weight_bytes() const { return 0; }
 

@@ -1,54 +1,120 @@
 // Blocked feature-map layouts (Option::blocked_layout): a map between fast kernels that
 // take channel-blocked operands (conv_kernels.h: W channels' pixel vectors contiguous,
 // ONNX Runtime's NCHWc) is kept blocked, so that the channel-vector depthwise kernel
-// reads and writes its rows without transposing them and the channel-tile 1x1 kernel
-// broadcasts from its input in place (no copy into pixel groups) and stores its
-// accumulators as they are. The kernels compute the same fma chains either way, so
-// results are bit-identical to planar maps. A blob qualifies when a Convolution writes
-// it and only Convolutions read it, all with kernels of the same lanes that take the
-// layouts; network inputs and outputs stay planar. A blocked blob is a Mat of elempack
-// W (its bytes no more than planar), and extract() of one returns a planar copy.
+// reads and writes its rows in place and the channel-tile 1x1 kernel broadcasts from
+// its input in place (no copy into pixel groups) and stores its accumulators as they
+// are. The kernels compute the same fma chains either way, so results are bit-identical
+// to planar maps. Blobs joined by an elementwise layer over maps of one shape (a
+// residual Add, Layer::elementwise_any_layout) take one layout together: such a group
+// qualifies when Convolutions and those layers write it and only they read it, the
+// Convolutions with kernels that take the layout; network inputs and outputs stay
+// planar. A blocked blob is a Mat of elempack W (its bytes no more than planar), and
+// extract() of one returns a planar copy.
 #include "core/net_layout.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "layers/conv_fusion.h"
 
 namespace kestrel {
+namespace {
 
-void choose_blocked_layouts(NetImpl& net) {
-  for (int li : net.order) {
-    NetLayer& producer = net.layers[li];
-    if (producer.type != "Convolution" || producer.tops.size() != 1) continue;
-    const int b = producer.tops[0];
-    if (net.is_input[b] || net.is_output[b] || net.consumers[b].empty()) continue;
-    if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1) continue;
-    // The producer must write it blocked and every reader take it blocked, each with
-    // its other operand as decided so far. With 16 lanes (AVX-512) a layer whose kernel
-    // does not take the layout may take another kernel that does (convolution.cpp):
-    // MobileNet v1 then keeps its maps blocked from 56x56 down, 3.8% faster at 1 thread
-    // and 4.4% at 2 (AMD EPYC, bench/ab). With 8 (AVX2) the kernels stay as chosen:
-    // there MobileNet v2's 112x112 and 56x56 depthwise layers, re-chosen to write
-    // blocked maps, lost their fusion with the 1x1 before them and the 1x1 channel
-    // tiles after them ran slower than the pixel tiles, 12.7% slower in all.
-    const int own = convolution_blocked_lanes(*producer.impl);
-    int lanes = 0;
-    for (int w : {16, 8}) {
-      if (own != 0 && w != own) continue;
-      const bool rechoose = w == 16;
-      bool all = set_convolution_pack(*producer.impl, /*output=*/true, w, rechoose, /*dry_run=*/true);
-      for (int ci : net.consumers[b]) all = all && set_convolution_pack(*net.layers[ci].impl, false, w, rechoose, true);
-      if (all) {
-        lanes = w;
-        break;
+bool is_conv(const NetLayer& l) { return l.type == "Convolution"; }
+
+int find(std::vector<int>& parent, int b) {
+  while (parent[b] != b) b = parent[b] = parent[parent[b]];
+  return b;
+}
+
+// The group's Convolutions writing (producers) and reading (readers) its blobs, or
+// false where another layer writes or reads one, or one is an input, an output or not
+// a planar 3-D map.
+bool group_layers(const NetImpl& net, const std::vector<int>& blobs, std::vector<int>* producers,
+                  std::vector<int>* readers) {
+  for (int b : blobs) {
+    if (net.is_input[b] || net.is_output[b] || net.consumers[b].empty()) return false;
+    if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1) return false;
+    const NetLayer& p = net.layers[net.producer[b]];
+    if (is_conv(p) && p.tops.size() == 1) {
+      producers->push_back(net.producer[b]);
+    } else if (!p.impl->elementwise_any_layout()) {
+      return false;
+    }
+    for (int ci : net.consumers[b]) {
+      const NetLayer& c = net.layers[ci];
+      if (is_conv(c)) {
+        readers->push_back(ci);
+      } else if (!c.impl->elementwise_any_layout()) {
+        return false;
       }
     }
-    if (lanes == 0) continue;
-    set_convolution_pack(*producer.impl, true, lanes, lanes == 16, false);
-    for (int ci : net.consumers[b]) set_convolution_pack(*net.layers[ci].impl, false, lanes, lanes == 16, false);
-    Shape& shape = net.blob_shapes[b];
-    shape.c /= lanes;
-    shape.elempack = lanes;
+  }
+  // A Convolution reading and writing the group would be re-targeted twice, each time
+  // with its other operand as it was: not attempted.
+  for (int p : *producers) {
+    if (std::count(readers->begin(), readers->end(), p) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void choose_blocked_layouts(NetImpl& net) {
+  const int nblobs = static_cast<int>(net.blob_names.size());
+  std::vector<int> parent(nblobs);
+  std::iota(parent.begin(), parent.end(), 0);
+  for (const NetLayer& l : net.layers) {
+    if (!l.impl->elementwise_any_layout() || l.tops.size() != 1) continue;
+    for (int b : l.bottoms) parent[find(parent, b)] = find(parent, l.tops[0]);
+  }
+  std::vector<std::vector<int>> groups(nblobs);
+  for (int b = 0; b < nblobs; ++b) groups[find(parent, b)].push_back(b);
+  // Groups in the order their first Convolution runs, so that a layer's input is
+  // mostly decided before its output; then again while that blocks more of them (a
+  // residual group waits for the projections writing into it to read blocked maps, and
+  // the expansions reading it wait for it).
+  std::vector<bool> blocked(nblobs, false);
+  for (bool more = true; more;) {
+    more = false;
+    for (int li : net.order) {
+      const NetLayer& first = net.layers[li];
+      if (!is_conv(first) || first.tops.size() != 1) continue;
+      const int root = find(parent, first.tops[0]);
+      if (blocked[root]) continue;
+      const std::vector<int>& blobs = groups[root];
+      std::vector<int> producers, readers;
+      if (!group_layers(net, blobs, &producers, &readers)) continue;
+      // Every producer must write the group blocked and every reader take it blocked,
+      // each with its other operand as decided so far. With 16 lanes (AVX-512) a layer
+      // whose kernel does not take the layout may take another kernel that does
+      // (convolution.cpp): MobileNet v1 then keeps its maps blocked from 56x56 down,
+      // 3.8% faster at 1 thread and 4.4% at 2 (AMD EPYC, bench/ab). With 8 (AVX2) the
+      // kernels stay as chosen: there MobileNet v2's 112x112 and 56x56 depthwise layers,
+      // re-chosen to write blocked maps, lost their fusion with the 1x1 before them and
+      // the 1x1 channel tiles after them ran slower than the pixel tiles, 12.7% slower.
+      int lanes = 0;
+      for (int w : {16, 8}) {
+        const bool rechoose = w == 16;
+        bool all = true;
+        for (int b : blobs) all = all && net.blob_shapes[b].c % w == 0;
+        for (int p : producers) all = all && set_convolution_pack(*net.layers[p].impl, true, w, rechoose, true);
+        for (int r : readers) all = all && set_convolution_pack(*net.layers[r].impl, false, w, rechoose, true);
+        if (all) {
+          lanes = w;
+          break;
+        }
+      }
+      if (lanes == 0) continue;
+      blocked[root] = more = true;
+      for (int p : producers) set_convolution_pack(*net.layers[p].impl, true, lanes, lanes == 16, false);
+      for (int r : readers) set_convolution_pack(*net.layers[r].impl, false, lanes, lanes == 16, false);
+      for (int b : blobs) {
+        Shape& shape = net.blob_shapes[b];
+        shape.c /= lanes;
+        shape.elempack = lanes;
+      }
+    }
   }
   // Re-targeted kernels may ask for other scratch (a blocked input needs no pixel-group
   // copy): the Net's maxima again over every layer.

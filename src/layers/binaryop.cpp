@@ -104,6 +104,7 @@ class BinaryOp final : public Layer {
     }
     outputs[0] = layer_util::shape_from_extents(out, ndim);
     same_shape_ = outputs[0] == inputs[0];
+    two_same_ = inputs.size() == 2 && same_shape_ && inputs[1] == inputs[0];
     // Chosen once, at Net load; a kernel that claims an op runs all three row forms.
     kernels::BinaryGeometry g;
     g.op = op_;
@@ -133,6 +134,10 @@ class BinaryOp final : public Layer {
   // own position (and b, which is not the output), so writing over input 0 is safe.
   // A broadcast output is larger than input 0 and cannot share its memory.
   bool supports_inplace() const override { return same_shape_; }
+
+  // Two maps of the output's shape, no broadcast: a blocked map's rows (axis_view) are
+  // then the same values in the same order in all three.
+  bool elementwise_any_layout() const override { return two_same_; }
 
  private:
   // The output's axes of extent > 1 with the three operands' strides, adjacent axes
@@ -197,6 +202,7 @@ class BinaryOp final : public Layer {
   const float* weight_ = nullptr;
   std::vector<int> weight_extents_;  // outermost first
   bool same_shape_ = false;          // the prepared output has input 0's shape
+  bool two_same_ = false;            // two inputs, both of the output's shape
   const kernels::BinaryKernel* kernel_ = nullptr;
 };
 

@@ -156,10 +156,13 @@ inline AxisView axis_view(const Shape& s, size_t cstep) {
       v.extent[0] = s.h; v.extent[1] = s.w;
       v.stride[0] = w; v.stride[1] = 1;
       break;
-    case 3:
-      v.extent[0] = s.c; v.extent[1] = s.h; v.extent[2] = s.w;
-      v.stride[0] = cstep; v.stride[1] = w; v.stride[2] = 1;
+    case 3: {
+      // A channel-blocked map (elempack p): rows of w pixel vectors of p values.
+      const size_t row = w * static_cast<size_t>(s.elempack);
+      v.extent[0] = s.c; v.extent[1] = s.h; v.extent[2] = static_cast<int>(row);
+      v.stride[0] = cstep; v.stride[1] = row; v.stride[2] = 1;
       break;
+    }
     default:
       v.extent[0] = s.c; v.extent[1] = s.d; v.extent[2] = s.h; v.extent[3] = s.w;
       v.stride[0] = cstep; v.stride[1] = hw; v.stride[2] = w; v.stride[3] = 1;
