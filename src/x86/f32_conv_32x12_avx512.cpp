@@ -2,7 +2,7 @@
 // (2 vectors) x 12 pixels, for maps with few pixels (7x7, 14x14), where 48-pixel
 // tiles run mostly empty; claimed where prefers_channel_tiles says so against the
 // 8 x 48 pixel tiles of f32_conv1x1_8x48_avx512 / f32_conv_sgemm_8x48_avx512.
-#include "x86/f32_conv_sgemm_x86.h"
+#include "x86/f32_conv_ctile_x86.h"
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {
