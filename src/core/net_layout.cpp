@@ -93,22 +93,25 @@ void choose_blocked_layouts(NetImpl& net) {
       // kernels stay as chosen: there MobileNet v2's 112x112 and 56x56 depthwise layers,
       // re-chosen to write blocked maps, lost their fusion with the 1x1 before them and
       // the 1x1 channel tiles after them ran slower than the pixel tiles, 12.7% slower.
-      int lanes = 0;
-      for (int w : {16, 8}) {
+      auto retarget = [&](int w, bool dry_run) {
         const bool rechoose = w == 16;
         bool all = true;
+        for (int p : producers) all = all && set_convolution_pack(*net.layers[p].impl, true, w, rechoose, dry_run);
+        for (int r : readers) all = all && set_convolution_pack(*net.layers[r].impl, false, w, rechoose, dry_run);
+        return all;
+      };
+      int lanes = 0;
+      for (int w : {16, 8}) {
+        bool all = true;
         for (int b : blobs) all = all && net.blob_shapes[b].c % w == 0;
-        for (int p : producers) all = all && set_convolution_pack(*net.layers[p].impl, true, w, rechoose, true);
-        for (int r : readers) all = all && set_convolution_pack(*net.layers[r].impl, false, w, rechoose, true);
-        if (all) {
+        if (all && retarget(w, true)) {
           lanes = w;
           break;
         }
       }
       if (lanes == 0) continue;
       blocked[root] = more = true;
-      for (int p : producers) set_convolution_pack(*net.layers[p].impl, true, lanes, lanes == 16, false);
-      for (int r : readers) set_convolution_pack(*net.layers[r].impl, false, lanes, lanes == 16, false);
+      retarget(lanes, false);
       for (int b : blobs) {
         Shape& shape = net.blob_shapes[b];
         shape.c /= lanes;

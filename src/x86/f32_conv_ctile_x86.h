@@ -207,7 +207,14 @@ inline double tile_step_cycles(int m, int n) { return std::max(m * n, m + n) / 2
 
 template <int W, int MRp, int NVp, int MV, int NP>
 bool prefers_channel_tiles(const ConvGeometry& g) {
-  const double oc = g.out_c / g.group, px = static_cast<double>(g.out_h) * g.out_w;
+  const double px = static_cast<double>(g.out_h) * g.out_w;
+  // A blocked input is read in place, with no copy into pixel groups: there the channel
+  // tiles matched the pixel tiles on MobileNet v1's 28x28 and 56x56 layers, and the maps
+  // around them stay blocked (the depthwise layers read them in place too).
+  constexpr double kMaxBlockedPixels = 3136;  // 56x56 and less
+  if (reads_input_directly(g) && g.in_pack != 1) return px <= kMaxBlockedPixels;
+  if (reads_input_directly(g) && px > static_cast<double>(kMaxDirectPixels)) return false;
+  const double oc = g.out_c / g.group;
   const double k = static_cast<double>(g.in_c / g.group) * g.kh * g.kw;
   const long p = static_cast<long>(px), nr = NVp * W, tail_vecs = (p % nr + W - 1) / W;
   const double pixel = std::ceil(oc / MRp) * (static_cast<double>(p / nr) * tile_step_cycles(MRp, NVp) +
@@ -216,12 +223,6 @@ bool prefers_channel_tiles(const ConvGeometry& g) {
                                                        static_cast<double>(p % NP / 4) * tile_step_cycles(4, MV) +
                                                        static_cast<double>(p % 4) * tile_step_cycles(1, MV)) +
                          oc * px / k;
-  // A blocked input is read in place, with no copy into pixel groups: there the channel
-  // tiles matched the pixel tiles on MobileNet v1's 28x28 and 56x56 layers, and the maps
-  // around them stay blocked (the depthwise layers read them in place too).
-  constexpr double kMaxBlockedPixels = 3136;  // 56x56 and less
-  if (reads_input_directly(g) && g.in_pack != 1) return px <= kMaxBlockedPixels;
-  if (reads_input_directly(g) && px > static_cast<double>(kMaxDirectPixels)) return false;
   return channel < 1.1 * pixel;
 }
 

@@ -85,7 +85,7 @@ bool supports_cvec(const ConvGeometry& g, int lanes) {
   if (!supports(g)) return false;
   if (!g.planar() && (!g.packs_within(lanes) || g.in_c % lanes != 0)) return false;
   // A blocked input is read in place and a blocked output written in place, with no
-  // transposes: then the kernel takes 7x7 maps and stride 2 to 56 pixels too.
+  // transposes: then the kernel takes 7x7 maps, and stride 2 up to 64 output pixels.
   const bool flat_map = g.sw == 1 && g.out_w <= (lanes == 16 ? 8 : 16) && g.planar();
   const int widest = lanes == 16 && g.sw == 2 && g.out_pack == 1 ? 32 : 64;
   return !flat_map && g.out_w <= widest;

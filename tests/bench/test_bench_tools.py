@@ -50,7 +50,7 @@ def main():
         check({r["inference"] for r in rows} == {"0", "1", "2"}, "--memory-trace holds three inferences")
         check(len(rows) == 3 * 30, f"one trace row per layer and inference, got {len(rows)}")
         check(all(int(r["held_bytes"]) >= int(r["in_use_bytes"]) for r in rows), "held >= in use")
-        # Fusion on (the default): fewer, fused layers, the same multiply-adds in all
+        # Fusion on (the default): fewer, fused layers, the same multiply-adds in all.
         # (--blocked off: a blocked pair is not fused, and MobileNet's maps are blocked from 56x56 down)
         fused = subprocess.run([bench, kst, "--loops", "1", "--warmup", "0", "--shape", "data=3,96,96", "--profile",
                                 "--blocked", "off", "--json", js], capture_output=True, text=True)
