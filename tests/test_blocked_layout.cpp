@@ -83,6 +83,32 @@ ModelBuilder residual_net(bool broadcast_tail) {
   return b;
 }
 
+// A MobileNet v1-like head on a map wider than 64 and larger than 56x56: data
+// [3,144,144] -> stem (3x3 stride 2, 32) -> hd (depthwise, 72x72) -> hp (1x1, pw_out)
+// -> hs (depthwise stride 2, 36x36) -> tail (1x1, 32). With 16 lanes the 72x72 layers
+// take blocked maps only all together (net_layout.cpp's chains): the depthwise kernel
+// takes such wide rows only blocked on both sides, the 1x1 channel tiles such a large
+// map only written blocked. With pw_out 16 (MobileNet v2's 32 -> 16 projection) the
+// channel tiles lose to the pixel tiles, and the whole chain stays planar.
+ModelBuilder wide_head_net(int pw_out) {
+  ModelBuilder b;
+  b.add_input("data", {3, 144, 144});
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  std::vector<float> w(32 * 3 * 9), bias(32);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  const uint32_t wi = b.add_weight("stem/w", {32, 3, 3, 3}, w);
+  const uint32_t bi = b.add_weight("stem/b", {32}, bias);
+  b.add_layer("Convolution", "stem", {"data"}, {"stem"}, kt::conv_params(32, 3, 2, 1, true), {wi, bi});
+  kt::add_depthwise(b, "hd", "stem", 32, 1, 3);
+  kt::add_conv(b, "hp", "hd", 32, pw_out, 1, 5);
+  kt::add_depthwise(b, "hs", "hp", pw_out, 2, 7);
+  kt::add_conv(b, "tail", "hs", pw_out, 32, 1, 9);
+  b.add_output("tail");
+  return b;
+}
+
 struct Run {
   kestrel::Mat out;
   std::vector<std::string> kernels;  // per layer run, as the observer saw them
@@ -172,6 +198,32 @@ TEST_SUITE("networks") {
         INFO(std::string(conv) << ": " << kernel_of[conv]);
         CHECK((kernel_of[conv].find("[1>") == std::string::npos && kernel_of[conv].find('[') != std::string::npos) ==
               !broadcast_tail);
+      }
+    }
+  }
+
+  TEST_CASE("a wide stem chain is blocked all through or not at all") {
+    for (int pw_out : {64, 16}) {
+      const ModelBuilder b = wide_head_net(pw_out);
+      INFO("1x1 to " << pw_out << " channels");
+      std::map<std::string, std::string> kernel_of;
+      for (const char* blob : {"tail", "stem", "hd", "hp", "hs"}) {
+        const kestrel::Mat want = run(b, false, 1, kestrel::MemoryStrategy::kPool, blob).out;
+        for (int threads : {1, 3}) {
+          INFO(std::string(blob) << ", " << threads << " threads");
+          const Run got = run(b, true, threads, kestrel::MemoryStrategy::kPool, blob);
+          CHECK(kt::same_bits(got.out, want));
+          for (size_t i = 0; i < got.layers.size(); ++i) kernel_of[got.layers[i]] = got.kernels[i];
+        }
+      }
+      if (kestrel::kernels::active_isa() != kestrel::kernels::Isa::kAvx512) continue;
+      const bool blocked = pw_out == 64;
+      const std::map<std::string, std::string> layouts = {
+          {"stem", "[1>16]"}, {"hd", "[16>16]"}, {"hp", "[16>16]"}};
+      for (const auto& [conv, layout] : layouts) {
+        INFO(conv << ": " << kernel_of[conv]);
+        CHECK((kernel_of[conv].find(layout) != std::string::npos) == blocked);
+        if (!blocked) CHECK(kernel_of[conv].find('[') == std::string::npos);
       }
     }
   }

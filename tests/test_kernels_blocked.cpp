@@ -2,7 +2,8 @@
 // Option::blocked_layout) against their own planar runs: every combination of a
 // blocked input and output on the geometries they claim (channel-tile 1x1 on small maps
 // with pixel tails, partial panels and sliced K; channel-vector depthwise at both
-// strides with row and pixel tails), fused activations including one applied after the
+// strides with row and pixel tails, rows up to 114 wide; stems' channel tiles writing
+// blocked maps), fused activations including one applied after the
 // store, 1 and 3 threads. The same fma chains must give the same bits.
 #include <cstring>
 #include <map>
@@ -85,6 +86,26 @@ std::vector<ConvGeometry> geometries() {
                       Dw{16, 1, 1, 2, 1}, Dw{16, 6, 21, 2, 1}, Dw{16, 9, 18, 2, 0}}) {
     out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5]));
   }
+  // Wide stride-1 rows (MobileNet's 112x112 layers) read and written blocked.
+  for (const Dw& d : {Dw{32, 5, 112, 1, 1}, Dw{16, 4, 97, 1, 1}, Dw{16, 3, 114, 1, 0}}) {
+    out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5]));
+  }
+  // Stems (few input channels, 3x3 to 7x7) writing a blocked map: partial panels of 32
+  // channels, rows with every tail of 12 and 4 pixels.
+  struct Stem {
+    int c, h, w, out_c, k, s, pad;
+  };
+  for (const Stem& t : {Stem{3, 33, 31, 32, 3, 2, 1}, Stem{3, 20, 22, 48, 3, 1, 1}, Stem{3, 23, 17, 64, 7, 2, 3},
+                        Stem{1, 9, 9, 16, 5, 2, 2}, Stem{4, 11, 26, 16, 3, 2, 0}}) {
+    ConvGeometry g = depthwise(1, t.h, t.w, t.s, t.pad, acts[a++ % 5]);
+    g.in_c = t.c;
+    g.out_c = t.out_c;
+    g.group = 1;
+    g.kh = g.kw = t.k;
+    g.out_h = (t.h + 2 * t.pad - t.k) / t.s + 1;
+    g.out_w = (t.w + 2 * t.pad - t.k) / t.s + 1;
+    out.push_back(g);
+  }
   return out;
 }
 
@@ -131,21 +152,24 @@ TEST_SUITE("kernels") {
         const int lanes = k->blocked_lanes;
         if (lanes == 0) continue;
         // Some geometries are claimed only with a blocked input (the channel tiles on
-        // maps above 14x14 read it in place): there the first blocked run is checked
-        // against the reference, and every other one against it bit for bit.
-        ConvGeometry g_in = g;
-        g_in.in_pack = lanes;
-        const bool planar = k->supports(g);
-        if (!planar && !k->supports(g_in)) continue;
+        // maps above 14x14 read it in place) or output (the stems' channel tiles): there
+        // the first layout claimed is checked against the reference, and every other one
+        // against it bit for bit.
+        ConvGeometry first = g;
+        for (int side = 0; side < 2 && !k->supports(first); ++side) {
+          first = g;
+          (side ? first.out_pack : first.in_pack) = lanes;
+        }
+        if (!k->supports(first)) continue;
         Mat packed;
         REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
         k->pack(g, w.data(), b.data(), packed.data);
-        const Mat want = run_kernel(k, planar ? g : g_in, in, packed.data, 1);
-        if (!planar) {
+        const Mat want = run_kernel(k, first, in, packed.data, 1);
+        if (!first.planar()) {
           Mat ref;
           REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
           kestrel::kernels::conv_reference(g, w.data(), b.data(), in.data, in.cstep, ref.data, ref.cstep, 1);
-          INFO(std::string(k->name) << " (blocked input only): " << describe(g_in));
+          INFO(std::string(k->name) << " (blocked only): " << describe(first));
           CHECK(kt::relative_error(want, ref) <= k->tolerance);
         }
         for (int in_pack : {1, lanes}) {
@@ -154,7 +178,7 @@ TEST_SUITE("kernels") {
             gb.in_pack = in_pack;
             gb.out_pack = out_pack;
             if (gb.planar()) continue;
-            const bool whole_blocks = g.in_c % lanes == 0 && g.out_c % lanes == 0;
+            const bool whole_blocks = (in_pack == 1 || g.in_c % lanes == 0) && (out_pack == 1 || g.out_c % lanes == 0);
             INFO(std::string(k->name) << ": " << describe(gb));
             // Never claimed where the channels are not whole blocks.
             if (!whole_blocks) CHECK_FALSE(k->supports(gb));

@@ -290,6 +290,12 @@ TEST_SUITE("kernels") {
     }
     for (const ConvKernel* k : kernels) {
       INFO(std::string(k->name));
+      // A kernel that only writes blocked maps (the stems' channel tiles) is checked
+      // against the reference in test_kernels_blocked.cpp, which requires it to claim.
+      if (tested[k->name] == 0 && k->blocked_lanes != 0) {
+        MESSAGE(std::string(k->name) << ": blocked operands only (test_kernels_blocked.cpp)");
+        continue;
+      }
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
     }

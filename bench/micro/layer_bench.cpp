@@ -135,22 +135,46 @@ void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, i
   ConvGeometry g = planar;
   std::mt19937 rng(20261122u + unsigned(g.in_c * 131 + g.out_c * 7 + g.in_h));
   const ConvKernel* k = opt ? kestrel::kernels::select_conv_kernel(g, kestrel::kernels::active_isa()) : nullptr;
-  // KESTREL_BENCH_KERNEL=name times that kernel wherever it claims the geometry, to
-  // compare kernels side by side before choosing which claims what.
+  // KESTREL_BENCH_BLOCKED gives a kernel that takes blocked operands (Option::
+  // blocked_layout; a block of W channels is one plane of W-float pixels) those it
+  // takes: "in" or "out" only that one, any other value both where it takes both, else
+  // the one it takes (as the Net's layout pass would leave a map between two layers).
+  const char* blocked = opt ? std::getenv("KESTREL_BENCH_BLOCKED") : nullptr;
+  if (blocked && !*blocked) blocked = nullptr;
+  auto with_blocks = [&](const ConvKernel* c) {
+    const int w = c->blocked_lanes;
+    if (!blocked || w == 0) return planar;
+    const std::string side = blocked;
+    std::vector<std::pair<int, int>> tries = {{w, w}, {w, 1}, {1, w}};
+    if (side == "in") tries = {{w, 1}};
+    if (side == "out") tries = {{1, w}};
+    for (const auto& [in_pack, out_pack] : tries) {
+      ConvGeometry t = planar;
+      t.in_pack = in_pack;
+      t.out_pack = out_pack;
+      if (c->supports(t)) return t;
+    }
+    return planar;
+  };
+  // KESTREL_BENCH_KERNEL=name times that kernel wherever it claims the geometry (in the
+  // layouts KESTREL_BENCH_BLOCKED asks for), to compare kernels side by side before
+  // choosing which claims what.
   if (const char* want = opt ? std::getenv("KESTREL_BENCH_KERNEL") : nullptr) {
     for (const ConvKernel* c : kestrel::kernels::conv_kernels()) {
-      if (std::string(c->name) == want && c->supports(g)) k = c;
+      if (std::string(c->name) == want && (c->supports(planar) || c->supports(with_blocks(c)))) k = c;
+    }
+  } else if (blocked && opt) {
+    // The kernel the registry picks for the blocked layouts, where one takes them.
+    for (const ConvKernel* c : kestrel::kernels::conv_kernels()) {
+      const ConvGeometry t = with_blocks(c);
+      const bool picked = c == kestrel::kernels::select_conv_kernel(t, kestrel::kernels::active_isa());
+      if (!t.planar() && c->supports(t) && picked) {
+        k = c;
+        break;
+      }
     }
   }
-  // KESTREL_BENCH_BLOCKED=1 gives the kernel blocked operands (Option::blocked_layout),
-  // each one it takes so: a block of W channels is one plane of W-float pixels.
-  if (k && k->blocked_lanes && std::getenv("KESTREL_BENCH_BLOCKED")) {
-    for (int side = 0; side < 2; ++side) {
-      ConvGeometry t = g;
-      (side ? t.out_pack : t.in_pack) = k->blocked_lanes;
-      if (k->supports(t)) g = t;
-    }
-  }
+  if (k) g = with_blocks(k);
   const size_t in_plane = size_t(g.in_h) * g.in_w * g.in_pack, out_plane = size_t(g.out_h) * g.out_w * g.out_pack;
   const size_t in_cstep = align_floats(in_plane), out_cstep = align_floats(out_plane);
   const int in_planes = g.in_c / g.in_pack, out_planes = g.out_c / g.out_pack;

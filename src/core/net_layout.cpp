@@ -27,33 +27,29 @@ int find(std::vector<int>& parent, int b) {
   return b;
 }
 
-// The group's Convolutions writing (producers) and reading (readers) its blobs, or
-// false where another layer writes or reads one, or one is an input, an output or not
-// a planar 3-D map.
-bool group_layers(const NetImpl& net, const std::vector<int>& blobs, std::vector<int>* producers,
-                  std::vector<int>* readers) {
+// The Convolutions writing or reading the blobs (each once), or false where another
+// layer writes or reads one, or one is an input, an output or not a planar 3-D map.
+bool set_layers(const NetImpl& net, const std::vector<int>& blobs, std::vector<int>* convs) {
+  auto add = [&](int li) {
+    if (std::find(convs->begin(), convs->end(), li) == convs->end()) convs->push_back(li);
+  };
   for (int b : blobs) {
     if (net.is_input[b] || net.is_output[b] || net.consumers[b].empty()) return false;
     if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1) return false;
     const NetLayer& p = net.layers[net.producer[b]];
     if (is_conv(p) && p.tops.size() == 1) {
-      producers->push_back(net.producer[b]);
+      add(net.producer[b]);
     } else if (!p.impl->elementwise_any_layout()) {
       return false;
     }
     for (int ci : net.consumers[b]) {
       const NetLayer& c = net.layers[ci];
       if (is_conv(c)) {
-        readers->push_back(ci);
+        add(ci);
       } else if (!c.impl->elementwise_any_layout()) {
         return false;
       }
     }
-  }
-  // A Convolution reading and writing the group would be re-targeted twice, each time
-  // with its other operand as it was: not attempted.
-  for (int p : *producers) {
-    if (std::count(readers->begin(), readers->end(), p) != 0) return false;
   }
   return true;
 }
@@ -70,10 +66,51 @@ void choose_blocked_layouts(NetImpl& net) {
   }
   std::vector<std::vector<int>> groups(nblobs);
   for (int b = 0; b < nblobs; ++b) groups[find(parent, b)].push_back(b);
+  std::vector<int> pack(nblobs, 1);  // each blob's layout as decided so far
+  // Blocks `blobs` with w lanes where every Convolution writing or reading them takes
+  // the layouts that leaves it (its other operand as decided so far). With 16 lanes
+  // (AVX-512) a layer whose kernel does not take them may take another kernel that does
+  // (convolution.cpp): MobileNet v1 then keeps its maps blocked from 56x56 down, 3.8%
+  // faster at 1 thread and 4.4% at 2 (AMD EPYC, bench/ab). With 8 (AVX2) the kernels stay
+  // as chosen: there MobileNet v2's 112x112 and 56x56 depthwise layers, re-chosen to
+  // write blocked maps, lost their fusion with the 1x1 before them and the 1x1 channel
+  // tiles after them ran slower than the pixel tiles, 12.7% slower.
+  auto try_block = [&](const std::vector<int>& blobs) {
+    std::vector<int> convs;
+    if (!set_layers(net, blobs, &convs)) return false;
+    auto retarget = [&](int w, bool dry_run) {
+      auto packed = [&](int b) { return std::count(blobs.begin(), blobs.end(), b) ? w : pack[b]; };
+      bool all = true;
+      for (int li : convs) {
+        const NetLayer& l = net.layers[li];
+        all = all && set_convolution_packs(*l.impl, packed(l.bottoms[0]), packed(l.tops[0]), w == 16, dry_run);
+      }
+      return all;
+    };
+    for (int w : {16, 8}) {
+      bool all = true;
+      for (int b : blobs) all = all && net.blob_shapes[b].c % w == 0;
+      if (!all || !retarget(w, true)) continue;
+      retarget(w, false);
+      for (int b : blobs) {
+        Shape& shape = net.blob_shapes[b];
+        shape.c /= w;
+        shape.elempack = w;
+        pack[b] = w;
+      }
+      return true;
+    }
+    return false;
+  };
   // Groups in the order their first Convolution runs, so that a layer's input is
   // mostly decided before its output; then again while that blocks more of them (a
   // residual group waits for the projections writing into it to read blocked maps, and
-  // the expansions reading it wait for it).
+  // the expansions reading it wait for it). A group that its readers take blocked only
+  // if they also write blocked maps is tried together with the groups those readers
+  // write, and so on up to kMaxChain groups: MobileNet v1's 112x112 layers (stem,
+  // depthwise, 1x1, depthwise stride 2) take blocks all four or none, their kernels
+  // beating the planar ones only where they read and write blocks.
+  constexpr size_t kMaxChain = 4;
   std::vector<bool> blocked(nblobs, false);
   for (bool more = true; more;) {
     more = false;
@@ -82,41 +119,29 @@ void choose_blocked_layouts(NetImpl& net) {
       if (!is_conv(first) || first.tops.size() != 1) continue;
       const int root = find(parent, first.tops[0]);
       if (blocked[root]) continue;
-      const std::vector<int>& blobs = groups[root];
-      std::vector<int> producers, readers;
-      if (!group_layers(net, blobs, &producers, &readers)) continue;
-      // Every producer must write the group blocked and every reader take it blocked,
-      // each with its other operand as decided so far. With 16 lanes (AVX-512) a layer
-      // whose kernel does not take the layout may take another kernel that does
-      // (convolution.cpp): MobileNet v1 then keeps its maps blocked from 56x56 down,
-      // 3.8% faster at 1 thread and 4.4% at 2 (AMD EPYC, bench/ab). With 8 (AVX2) the
-      // kernels stay as chosen: there MobileNet v2's 112x112 and 56x56 depthwise layers,
-      // re-chosen to write blocked maps, lost their fusion with the 1x1 before them and
-      // the 1x1 channel tiles after them ran slower than the pixel tiles, 12.7% slower.
-      auto retarget = [&](int w, bool dry_run) {
-        const bool rechoose = w == 16;
-        bool all = true;
-        for (int p : producers) all = all && set_convolution_pack(*net.layers[p].impl, true, w, rechoose, dry_run);
-        for (int r : readers) all = all && set_convolution_pack(*net.layers[r].impl, false, w, rechoose, dry_run);
-        return all;
-      };
-      int lanes = 0;
-      for (int w : {16, 8}) {
-        bool all = true;
-        for (int b : blobs) all = all && net.blob_shapes[b].c % w == 0;
-        if (all && retarget(w, true)) {
-          lanes = w;
-          break;
+      std::vector<int> roots = {root}, blobs = groups[root];
+      bool done = try_block(blobs);
+      // The groups the last ones' reading Convolutions write.
+      for (size_t last = 0; !done && roots.size() < kMaxChain;) {
+        const size_t end = roots.size();
+        for (; last < end; ++last) {
+          for (int b : groups[roots[last]]) {
+            for (int ci : net.consumers[b]) {
+              const NetLayer& c = net.layers[ci];
+              if (!is_conv(c) || c.tops.size() != 1) continue;
+              const int next = find(parent, c.tops[0]);
+              if (blocked[next] || std::count(roots.begin(), roots.end(), next)) continue;
+              roots.push_back(next);
+              blobs.insert(blobs.end(), groups[next].begin(), groups[next].end());
+            }
+          }
         }
+        if (roots.size() == end) break;
+        done = try_block(blobs);
       }
-      if (lanes == 0) continue;
-      blocked[root] = more = true;
-      retarget(lanes, false);
-      for (int b : blobs) {
-        Shape& shape = net.blob_shapes[b];
-        shape.c /= lanes;
-        shape.elempack = lanes;
-      }
+      if (!done) continue;
+      for (int r : roots) blocked[r] = true;
+      more = true;
     }
   }
   // Re-targeted kernels may ask for other scratch (a blocked input needs no pixel-group

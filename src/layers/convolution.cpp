@@ -103,22 +103,25 @@ class Convolution final : public Layer {
   // The kernel's blocked lanes, where it has a fast kernel that takes blocked operands.
   int blocked_lanes() const { return kernel_ ? kernel_->blocked_lanes : 0; }
 
-  // Re-targets the layer to this layout of its input or output (the other operand keeps
-  // its own): the chosen kernel where it takes it, else, with rechoose, the kernel the
-  // registry picks for the geometry with that layout, its weights packed again (a
-  // channel-tile 1x1 kernel reads a blocked 56x56 map in place, where from a planar one
-  // it would first copy the map into pixel groups, so it is picked for such maps only
-  // once they are blocked). False, nothing changed, where no fast kernel takes it.
-  // dry_run: only asks. Throws std::bad_alloc where the new packing cannot be allocated.
-  bool set_pack(bool output, int pack, bool rechoose, bool dry_run) {
+  // Re-targets the layer to these layouts of its input and output: the chosen kernel
+  // where it takes them, else, with rechoose, the kernel the registry picks for the
+  // geometry with those layouts, its weights packed again (a channel-tile 1x1 kernel
+  // reads a blocked 56x56 map in place, where from a planar one it would first copy the
+  // map into pixel groups, so it is picked for such maps only once they are blocked).
+  // False, nothing changed, where no fast kernel takes them. dry_run: only asks. Throws
+  // std::bad_alloc where the new packing cannot be allocated.
+  bool set_packs(int in_pack, int out_pack, bool rechoose, bool dry_run) {
     if (!kernel_) return false;
     kernels::ConvGeometry g = g_;
-    (output ? g.out_pack : g.in_pack) = pack;
+    g.in_pack = in_pack;
+    g.out_pack = out_pack;
+    if (g.in_pack == g_.in_pack && g.out_pack == g_.out_pack) return true;
+    const int lanes = std::max(in_pack, out_pack);
     const kernels::ConvKernel* k = kernel_;
-    if (rechoose && (k->blocked_lanes != pack || !k->supports(g))) {
+    if (rechoose && (k->blocked_lanes != lanes || !k->supports(g))) {
       k = kernels::select_conv_kernel(g, kernels::active_isa());
     }
-    if (!k || k->blocked_lanes != pack || !k->supports(g)) return false;
+    if (!k || k->blocked_lanes != lanes || !k->supports(g)) return false;
     if (dry_run) return true;
     if (k != kernel_ && !bind_packed_kernel(k, g, weight_, bias_, "convolution weights", this, &packed_, &kernel_).ok()) {
       throw std::bad_alloc();
@@ -193,9 +196,9 @@ int convolution_blocked_lanes(const Layer& layer) {
   return conv ? conv->blocked_lanes() : 0;
 }
 
-bool set_convolution_pack(Layer& layer, bool output, int pack, bool rechoose, bool dry_run) {
+bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool rechoose, bool dry_run) {
   auto* conv = dynamic_cast<Convolution*>(&layer);
-  return conv != nullptr && conv->set_pack(output, pack, rechoose, dry_run);
+  return conv != nullptr && conv->set_packs(in_pack, out_pack, rechoose, dry_run);
 }
 
 bool convolution_parts(const Layer& layer, ConvParts* parts) {

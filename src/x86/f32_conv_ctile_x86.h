@@ -42,6 +42,13 @@ bool packs_pixel_groups(const ConvGeometry& g) {
   return pl.pixels <= kMaxScratchBytes / sizeof(float) / pl.k;
 }
 
+// A blocked input of more than kMaxDirectPixels pixels is read in place at every
+// thread count (run_channels_direct); the others are copied into pixel groups of this
+// many floats in thread 0's scratch.
+inline size_t pixel_group_floats(const ConvGeometry& g, const Plan& pl) {
+  return g.in_pack != 1 && pl.pixels > kMaxDirectPixels ? 0 : pl.pixels * pl.k;
+}
+
 // The same copy from a blocked input (W-channel blocks [kb0, kb1) of K): each group
 // [K / W][its pixels][W], so that a tile reads B with the blocked step pattern.
 template <class V, int NP>
@@ -83,7 +90,7 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
   // one per thread: at 2 threads a copy per thread cost what the groups gained), then
   // split the tiles.
   float* groups = static_cast<float*>(ctx.scratch_of(0));
-  const size_t groups_floats = pl.pixels * pl.k;
+  const size_t groups_floats = pixel_group_floats(g, pl);
   // B of pixel group gi from k step k0 on, and the distance between its k rows (planar
   // groups) or channel blocks (blocked input). A group of np pixels starts at gi * NP
   // * K in the copy, [K][np] (planar) or [K / W][np][W] (blocked).
@@ -130,18 +137,18 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
           const float* b = group_b(gi, k0, &ldb);
           const size_t nth = gi - g0;
           if (next && nth < static_cast<size_t>(gemm::kPrefetchTiles<V, MV>)) {
-            gemm::ctile<V, MV, NP, true, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + gi * NP * out_px, ldc, mr,
-                                                 next + k0 * MR + nth * kn * 16, epi, rs.at(gi * NP * MR));
+            gemm::ctile<V, MV, NP, true, Epi, P>(kn, a + k0 * MR, bias, gemm::StridedRows{b, ldb}, c + gi * NP * out_px,
+                                                 ldc, mr, next + k0 * MR + nth * kn * 16, epi, rs.at(gi * NP * MR));
           } else {
-            gemm::ctile<V, MV, NP, false, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + gi * NP * out_px, ldc, mr,
-                                                  nullptr, epi, rs.at(gi * NP * MR));
+            gemm::ctile<V, MV, NP, false, Epi, P>(kn, a + k0 * MR, bias, gemm::StridedRows{b, ldb},
+                                                  c + gi * NP * out_px, ldc, mr, nullptr, epi, rs.at(gi * NP * MR));
           }
         }
         if (rest && g1 == ngroups) {
           size_t ldb = 0;
           const float* b = group_b(full, k0, &ldb);
-          gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, b, ldb, c + full * NP * out_px, ldc, mr, rest,
-                                             nullptr, epi, rs.at(full * NP * MR));
+          gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, gemm::StridedRows{b, ldb}, c + full * NP * out_px,
+                                             ldc, mr, rest, nullptr, epi, rs.at(full * NP * MR));
         }
       }
     };
@@ -191,7 +198,7 @@ template <int MR, int NR>
 size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
   if (packs_pixel_groups<MR>(g)) {
     const Plan pl = plan_of<MR, NR>(g);
-    return (pl.pixels * pl.k + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
+    return (pixel_group_floats(g, pl) + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
   }
   const Plan pl = plan_of<MR, NR, true>(g);
   const size_t parked = !pl.direct && slices_k(pl.k) ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0;
@@ -201,8 +208,12 @@ size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
 // Which orientation a geometry prefers, from a cycle model of the register tiles:
 // a tile step of m broadcasts and n vector loads feeding m * n FMAs takes
 // max(m * n, m + n) / 2 cycles (2 FMA and 2 load ports), summed over the tiles that
-// cover the pixels, per panel, plus about a cycle per output to write the channel
-// tiles out through their buffer (spread over the K steps).
+// cover the pixels, per panel, plus about a cycle per output to write the channel tiles
+// out through their buffer (spread over the K steps). A blocked output of a blocked map
+// larger than 56x56 takes each pixel's accumulators as they are, with no such term
+// (MobileNet v1's 112x112 1x1 layer). On smaller maps the term stays for blocked
+// outputs too: without it EfficientNet-B0's and MobileNet v3's 7x7 1x1 layers took
+// channel tiles writing blocks and ran 5-15% slower (AMD EPYC, bench/ab).
 inline double tile_step_cycles(int m, int n) { return std::max(m * n, m + n) / 2.0; }
 
 template <int W, int MRp, int NVp, int MV, int NP>
@@ -210,10 +221,11 @@ bool prefers_channel_tiles(const ConvGeometry& g) {
   const double px = static_cast<double>(g.out_h) * g.out_w;
   // A blocked input is read in place, with no copy into pixel groups: there the channel
   // tiles matched the pixel tiles on MobileNet v1's 28x28 and 56x56 layers, and the maps
-  // around them stay blocked (the depthwise layers read them in place too).
+  // around them stay blocked (the depthwise layers read them in place too). Larger
+  // blocked maps go by the model.
   constexpr double kMaxBlockedPixels = 3136;  // 56x56 and less
-  if (reads_input_directly(g) && g.in_pack != 1) return px <= kMaxBlockedPixels;
-  if (reads_input_directly(g) && px > static_cast<double>(kMaxDirectPixels)) return false;
+  if (reads_input_directly(g) && g.in_pack != 1 && px <= kMaxBlockedPixels) return true;
+  if (reads_input_directly(g) && g.in_pack == 1 && px > static_cast<double>(kMaxDirectPixels)) return false;
   const double oc = g.out_c / g.group;
   const double k = static_cast<double>(g.in_c / g.group) * g.kh * g.kw;
   const long p = static_cast<long>(px), nr = NVp * W, tail_vecs = (p % nr + W - 1) / W;
@@ -222,7 +234,7 @@ bool prefers_channel_tiles(const ConvGeometry& g) {
   const double channel = std::ceil(oc / (MV * W)) * (static_cast<double>(p / NP) * tile_step_cycles(NP, MV) +
                                                        static_cast<double>(p % NP / 4) * tile_step_cycles(4, MV) +
                                                        static_cast<double>(p % 4) * tile_step_cycles(1, MV)) +
-                         oc * px / k;
+                         (g.out_pack == 1 || px <= kMaxBlockedPixels ? oc * px / k : 0);
   return channel < 1.1 * pixel;
 }
 

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "x86/f32_conv_sgemm_x86.h"
@@ -99,13 +100,10 @@ inline void fill_row(const ConvGeometry& g, const Layout& l, const float* chan, 
   }
 }
 
-template <class V, int MR, int NV, class Epi>
-void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-              size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
-  constexpr int NR = NV * V::kWidth;
-  const Layout l = layout_of<NR>(g);
-  const conv_gemm::Plan pl = conv_gemm::plan_of<MR, NR>(g);
-  float* rows = static_cast<float*>(ctx.workspace);
+// Fills the shared workspace: the padded phase rows of every input channel, then the
+// offset of each k step (ic, ky, kx) from an output row's base; returns the offsets.
+inline const ptrdiff_t* fill_rows(const ConvGeometry& g, const Layout& l, const float* in, size_t in_cstep,
+                                  float* rows, int threads) {
   auto* off = reinterpret_cast<ptrdiff_t*>(rows + l.channel_floats * g.in_c);
   for (int ic = 0, kk = 0; ic < g.in_c; ++ic) {
     for (int ky = 0; ky < g.kh; ++ky) {
@@ -115,15 +113,27 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
       }
     }
   }
-  const int threads = std::max(1, ctx.num_threads);
   // Rows outer, channels inner: thread t fills about the t-th share of the rows, the
-  // ones the t-th share of output rows below reads, so they are in its own cache.
+  // ones the t-th share of output rows reads (both loops split rows first), so they
+  // are in its own cache.
   const long fill_items = static_cast<long>(g.in_c) * l.padded_h;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (long item = 0; item < fill_items; ++item) {
     const int y = static_cast<int>(item / g.in_c), c = static_cast<int>(item % g.in_c);
     fill_row(g, l, in + c * in_cstep, y, rows + c * l.channel_floats + static_cast<size_t>(y) * l.row_len);
   }
+  return off;
+}
+
+template <class V, int MR, int NV, class Epi>
+void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
+  constexpr int NR = NV * V::kWidth;
+  const Layout l = layout_of<NR>(g);
+  const conv_gemm::Plan pl = conv_gemm::plan_of<MR, NR>(g);
+  const int threads = std::max(1, ctx.num_threads);
+  float* rows = static_cast<float*>(ctx.workspace);
+  const ptrdiff_t* off = fill_rows(g, l, in, in_cstep, rows, threads);
   // Work items: (output row, chunk of panels); all panels in one chunk when the rows
   // alone give every thread several items, so that a row's B stays in L1 across them.
   const int row_tiles = (g.out_w + NR - 1) / NR;
@@ -155,6 +165,64 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
   gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
     run_impl<V, MR, NV>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
   });
+}
+
+// A blocked output (out_pack W, conv_kernels.h) from the same padded rows, through
+// channel tiles (gemm::ctile): MV vectors of output channels x NP pixels, so that a
+// pixel's accumulators are one stored vector of a W-channel block. The pixel tiles
+// above would have to transpose their [channel][pixel] registers on the way out.
+// MobileNet's 112x112 depthwise and 1x1 layers after the stem then read their blocked
+// maps in place. Each output is bias followed by the same fma chain over kk as
+// run_impl's, so the two kernels agree bit for bit.
+template <class V, int MV, int NP>
+bool supports_blocked(const ConvGeometry& g) {
+  constexpr int W = V::kWidth;
+  return g.in_pack == 1 && g.out_pack == W && g.out_c % W == 0 && supports<MV * W, NP>(g);
+}
+
+template <class V, int MV, int NP>
+void run_blocked(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+                 size_t out_cstep, const KernelContext& ctx) {
+  constexpr int W = V::kWidth, MR = MV * W;
+  const Layout l = layout_of<NP>(g);  // the channel tiles read no column past out_w
+  const conv_gemm::Plan pl = conv_gemm::plan_of<MR, MR>(g);
+  const int threads = std::max(1, ctx.num_threads);
+  float* rows = static_cast<float*>(ctx.workspace);
+  const ptrdiff_t* off = fill_rows(g, l, in, in_cstep, rows, threads);
+  const float* bias_all = packed + conv_gemm::weight_floats<MR>(pl, 1);
+  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+    using Epi = std::decay_t<decltype(epi)>;
+    // Rows outer, as the fill split them.
+    const long items = static_cast<long>(g.out_h) * pl.panels;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long item = 0; item < items; ++item) {
+      const int oy = static_cast<int>(item / pl.panels), panel = static_cast<int>(item % pl.panels);
+      const gemm::OffsetRows b{rows + static_cast<size_t>(oy) * g.sh * l.row_len, off};
+      float* c = out + static_cast<size_t>(panel) * MV * out_cstep + static_cast<size_t>(oy) * g.out_w * W;
+      gemm::any_ctile<V, MV, NP, Epi, gemm::Packs<0, W>>(pl.k, packed + static_cast<size_t>(panel) * pl.k * MR,
+                                                         bias_all + panel * MR, b, c, out_cstep,
+                                                         std::min(MR, pl.out_per_group - panel * MR), g.out_w,
+                                                         nullptr, epi);
+    }
+  });
+}
+
+// The entry of the blocked-output kernel (MV vectors x NP pixels): chosen only where
+// the Net keeps the stem's output blocked (net_layout.cpp); planar outputs stay with
+// the pixel tiles.
+template <class V, int MV, int NP>
+constexpr ConvKernel blocked_kernel(const char* name, Isa isa) {
+  constexpr int MR = MV * V::kWidth;
+  return {name,
+          isa,
+          supports_blocked<V, MV, NP>,
+          conv_gemm::packed_floats<MR, MR>,
+          conv_gemm::pack<MR, MR>,
+          workspace_bytes<NP>,
+          conv_gemm::no_workspace,
+          1e-4,
+          run_blocked<V, MV, NP>,
+          V::kWidth};
 }
 
 // The entry of a row kernel with an MR x NV-vector tile; an ISA's translation unit

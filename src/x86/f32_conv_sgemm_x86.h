@@ -232,7 +232,7 @@ struct ChannelTiles {
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
                                      size_t ldc, int mr, int nr, const float* next_panel, const Epi& epi,
                                      const gemm::Resume& rs) {
-    gemm::any_ctile<V, MV, NP>(k, a, bias, b, ldb, c, ldc, mr, nr, next_panel, epi, rs);
+    gemm::any_ctile<V, MV, NP>(k, a, bias, gemm::StridedRows{b, ldb}, c, ldc, mr, nr, next_panel, epi, rs);
   }
 };
 

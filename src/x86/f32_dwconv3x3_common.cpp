@@ -87,7 +87,13 @@ bool supports_cvec(const ConvGeometry& g, int lanes) {
   // A blocked input is read in place and a blocked output written in place, with no
   // transposes: then the kernel takes 7x7 maps, and stride 2 up to 64 output pixels.
   const bool flat_map = g.sw == 1 && g.out_w <= (lanes == 16 ? 8 : 16) && g.planar();
-  const int widest = lanes == 16 && g.sw == 2 && g.out_pack == 1 ? 32 : 64;
+  // Rows wider than 64 only between blocked maps (MobileNet v1's 112x112 layer: 0.073 ms
+  // blocked against 0.136 planar, kestrel-microbench, 1 thread). Read blocked and written
+  // planar (0.102 ms), MobileNet v2's 112x112 layer ran no faster in the network, and
+  // the 1x1 layer after it slower at 2 threads (AMD EPYC, 2026-11-26).
+  const int widest = g.sw == 1 && g.in_pack != 1 && g.out_pack != 1 ? 128
+                     : lanes == 16 && g.sw == 2 && g.out_pack == 1 ? 32
+                                                                   : 64;
   return !flat_map && g.out_w <= widest;
 }
 

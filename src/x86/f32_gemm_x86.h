@@ -79,17 +79,20 @@ inline void with_epilogue(const ActivationSpec& act, Fn&& fn) {
 // Where row kk of B starts. StridedRows: b + kk * ldb (an im2col tile, or the input
 // itself for a 1x1 convolution). OffsetRows: base + off[kk], for B rows read straight
 // from padded input rows (f32_conv_rows_x86.h), with no im2col copy.
+// at(j): the same rows from column j on.
 struct StridedRows {
   const float* b;
   size_t ldb;
   KESTREL_X86_INLINE const float* row() const { return b; }
   KESTREL_X86_INLINE void next() { b += ldb; }
+  KESTREL_X86_INLINE StridedRows at(size_t j) const { return {b + j, ldb}; }
 };
 struct OffsetRows {
   const float* base;
   const ptrdiff_t* off;
   KESTREL_X86_INLINE const float* row() const { return base + *off; }
   KESTREL_X86_INLINE void next() { ++off; }
+  KESTREL_X86_INLINE OffsetRows at(size_t j) const { return {base + j, off}; }
 };
 
 // One MR x (NV * W) tile: C rows r < mr, columns j < nr (nr > (NV - 1) * W) at
@@ -190,10 +193,13 @@ using PlanarPacks = Packs<0, 0>;
 template <class V, int MV>
 constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth / 16);
 
-template <class V, int MV, int NP, bool kPrefetch, class Epi, class P = PlanarPacks>
-__attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias,
-                                     const float* __restrict b, size_t ldb, float* c, size_t ldc, int mr,
-                                     const float* pf, const Epi& epi, const Resume& rs) {
+// Rows: where B's k steps start (StridedRows; OffsetRows for the stems' padded input
+// rows, f32_conv_rows_x86.h). A blocked B steps through a block's W lanes and then on
+// to the next row.
+template <class V, int MV, int NP, bool kPrefetch, class Epi, class P = PlanarPacks, class Rows = StridedRows>
+__attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias, Rows rows,
+                                     float* c, size_t ldc, int mr, const float* pf, const Epi& epi,
+                                     const Resume& rs) {
   using R = typename V::reg;
   constexpr int W = V::kWidth, MR = MV * W;
   R acc[NP][MV];
@@ -220,11 +226,12 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
   };
   if constexpr (P::kIn != 0) {
     // k is a multiple of the block (the slices start on one).
-    for (size_t kb = 0; kb < k; kb += P::kIn, b += ldb) {
+    for (size_t kb = 0; kb < k; kb += P::kIn, rows.next()) {
+      const float* __restrict b = rows.row();
       for (int j = 0; j < P::kIn; ++j) step(b + j);
     }
   } else {
-    for (size_t kk = 0; kk < k; ++kk, b += ldb) step(b);
+    for (size_t kk = 0; kk < k; ++kk, rows.next()) step(rows.row());
   }
   if (rs.park) {
     static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(rs.park + p * MR + v * W, acc[p][v]); }); });
@@ -281,24 +288,23 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
 // The first NP-pixel tiles prefetch the next panel's weights (pf, or nullptr), a line
 // per k step each (ctile).
 // rs: as ctile's, for pixel 0 of the columns ([nr][MV * W] floats).
-template <class V, int MV, int NP, class Epi, class P = PlanarPacks>
-KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                  size_t ldc, int mr, int nr, const float* pf, const Epi& epi,
-                                  const Resume& rs = Resume()) {
+template <class V, int MV, int NP, class Epi, class P = PlanarPacks, class Rows = StridedRows>
+KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, Rows b, float* c, size_t ldc, int mr,
+                                  int nr, const float* pf, const Epi& epi, const Resume& rs = Resume()) {
   constexpr int MR = MV * V::kWidth, BI = P::kInPixel, CO = P::kOutPixel;
   int j = 0;
   for (int i = 0; pf && i < kPrefetchTiles<V, MV> && j + NP <= nr; ++i, j += NP) {
-    ctile<V, MV, NP, true, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, pf + i * k * 16, epi,
+    ctile<V, MV, NP, true, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, pf + i * k * 16, epi,
                                    rs.at(j * MR));
   }
   for (; j + NP <= nr; j += NP) {
-    ctile<V, MV, NP, false, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
+    ctile<V, MV, NP, false, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
   }
   for (; j + 4 <= nr; j += 4) {
-    ctile<V, MV, 4, false, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
+    ctile<V, MV, 4, false, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
   }
   for (; j < nr; ++j) {
-    ctile<V, MV, 1, false, Epi, P>(k, a, bias, b + j * BI, ldb, c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
+    ctile<V, MV, 1, false, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
   }
 }
 

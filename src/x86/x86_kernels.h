@@ -48,6 +48,7 @@ extern const ConvKernel kF32DwConv3x3Cvec_Avx2;    // rows transposed in and out
 // the f32_gemm_x86.h microkernel and x86_vec.h traits) ----
 extern const ConvKernel kF32ConvRows_8x48_Avx512;   // stems (in_c <= 4, 3x3..11x11, stride 1/2): from padded
 extern const ConvKernel kF32ConvRows_4x24_Avx2;     // input rows, no im2col (f32_conv_rows_x86.h)
+extern const ConvKernel kF32ConvRows_32x12_Avx512;  // the same writing a blocked map (channel tiles)
 extern const ConvKernel kF32Conv1x1_32x12_Avx512;   // the same two on maps with few pixels:
 extern const ConvKernel kF32ConvSgemm_32x12_Avx512; // output channels along the vectors
 extern const ConvKernel kF32Conv1x1_16x6_Avx2;      // (src/x86/f32_conv_{32x12_avx512,16x6_avx2}.cpp)
