@@ -1,5 +1,7 @@
 #include "kernels/conv_kernels.h"
 
+#include <algorithm>
+
 #include "layers/layers.h"
 
 namespace kestrel::kernels {
@@ -14,7 +16,11 @@ const std::vector<const ConvKernel*>& conv_kernels() {
 }
 
 const ConvKernel* select_conv_kernel(const ConvGeometry& g, Isa isa) {
+  // A blocked geometry goes only to kernels of its lanes (ConvGeometry::in_pack): the
+  // planar kernels' supports() look at the shapes alone.
+  const int lanes = g.planar() ? 0 : std::max(g.in_pack, g.out_pack);
   for (const ConvKernel* k : conv_kernels()) {
+    if (lanes != 0 && k->blocked_lanes != lanes) continue;
     if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && k->supports(g)) return k;
   }
   return nullptr;

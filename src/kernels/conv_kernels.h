@@ -71,7 +71,8 @@ struct ConvKernel {
 // that supports a geometry wins).
 const std::vector<const ConvKernel*>& conv_kernels();
 
-// The kernel the fast path uses for `g` under `isa`, or nullptr (reference code).
+// The kernel the fast path uses for `g` under `isa` (for a blocked `g`, one whose
+// blocked_lanes are its packs), or nullptr (reference code).
 const ConvKernel* select_conv_kernel(const ConvGeometry& g, Isa isa);
 
 // The reference: any geometry, unpacked weights, plain loops; one output channel per

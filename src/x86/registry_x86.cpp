@@ -17,7 +17,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &x86::kF32DwConv3x3Flat_Avx512,
       &x86::kF32DwConv3x3_Avx512,
       &x86::kF32ConvWinograd43_Avx512,
-      &x86::kF32ConvRows_32x12_Avx512,  // blocked outputs only, so before the planar one
+      &x86::kF32ConvRows_32x12_Avx512,  // blocked outputs only
       &x86::kF32ConvRows_8x48_Avx512,
       &x86::kF32Conv1x1_32x12_Avx512,
       &x86::kF32ConvSgemm_32x12_Avx512,
