@@ -220,7 +220,10 @@ TEST_SUITE("networks") {
       const bool blocked = pw_out == 64;
       const std::map<std::string, std::string> layouts = {
           {"stem", "[1>16]"}, {"hd", "[16>16]"}, {"hp", "[16>16]"}};
-      for (const auto& [conv, layout] : layouts) {
+      // Named references, not structured bindings: clang 14's INFO lambda cannot capture those.
+      for (const auto& entry : layouts) {
+        const std::string& conv = entry.first;
+        const std::string& layout = entry.second;
         INFO(conv << ": " << kernel_of[conv]);
         CHECK((kernel_of[conv].find(layout) != std::string::npos) == blocked);
         if (!blocked) CHECK(kernel_of[conv].find('[') == std::string::npos);
