@@ -66,7 +66,8 @@ void choose_blocked_layouts(NetImpl& net) {
   }
   std::vector<std::vector<int>> groups(nblobs);
   for (int b = 0; b < nblobs; ++b) groups[find(parent, b)].push_back(b);
-  std::vector<int> pack(nblobs, 1);  // each blob's layout as decided so far
+  // A blob's layout as decided so far is its shape's elempack (1 until blocked).
+  auto pack = [&](int b) { return net.blob_shapes[b].elempack; };
   // Blocks `blobs` with w lanes where every Convolution writing or reading them takes
   // the layouts that leaves it (its other operand as decided so far). With 16 lanes
   // (AVX-512) a layer whose kernel does not take them may take another kernel that does
@@ -79,7 +80,7 @@ void choose_blocked_layouts(NetImpl& net) {
     std::vector<int> convs;
     if (!set_layers(net, blobs, &convs)) return false;
     auto retarget = [&](int w, bool dry_run) {
-      auto packed = [&](int b) { return std::count(blobs.begin(), blobs.end(), b) ? w : pack[b]; };
+      auto packed = [&](int b) { return std::count(blobs.begin(), blobs.end(), b) ? w : pack(b); };
       bool all = true;
       for (int li : convs) {
         const NetLayer& l = net.layers[li];
@@ -96,7 +97,6 @@ void choose_blocked_layouts(NetImpl& net) {
         Shape& shape = net.blob_shapes[b];
         shape.c /= w;
         shape.elempack = w;
-        pack[b] = w;
       }
       return true;
     }
@@ -111,37 +111,36 @@ void choose_blocked_layouts(NetImpl& net) {
   // depthwise, 1x1, depthwise stride 2) take blocks all four or none, their kernels
   // beating the planar ones only where they read and write blocks.
   constexpr size_t kMaxChain = 4;
-  std::vector<bool> blocked(nblobs, false);
+  // Adds the groups that the Convolutions reading group r write, unless blocked or
+  // added already, to roots, and their blobs to blobs.
+  auto add_written = [&](int r, std::vector<int>* roots, std::vector<int>* blobs) {
+    for (int b : groups[r]) {
+      for (int ci : net.consumers[b]) {
+        const NetLayer& c = net.layers[ci];
+        if (!is_conv(c) || c.tops.size() != 1) continue;
+        const int next = find(parent, c.tops[0]);
+        if (pack(next) != 1 || std::count(roots->begin(), roots->end(), next)) continue;
+        roots->push_back(next);
+        blobs->insert(blobs->end(), groups[next].begin(), groups[next].end());
+      }
+    }
+  };
   for (bool more = true; more;) {
     more = false;
     for (int li : net.order) {
       const NetLayer& first = net.layers[li];
       if (!is_conv(first) || first.tops.size() != 1) continue;
       const int root = find(parent, first.tops[0]);
-      if (blocked[root]) continue;
+      if (pack(root) != 1) continue;
       std::vector<int> roots = {root}, blobs = groups[root];
       bool done = try_block(blobs);
-      // The groups the last ones' reading Convolutions write.
       for (size_t last = 0; !done && roots.size() < kMaxChain;) {
         const size_t end = roots.size();
-        for (; last < end; ++last) {
-          for (int b : groups[roots[last]]) {
-            for (int ci : net.consumers[b]) {
-              const NetLayer& c = net.layers[ci];
-              if (!is_conv(c) || c.tops.size() != 1) continue;
-              const int next = find(parent, c.tops[0]);
-              if (blocked[next] || std::count(roots.begin(), roots.end(), next)) continue;
-              roots.push_back(next);
-              blobs.insert(blobs.end(), groups[next].begin(), groups[next].end());
-            }
-          }
-        }
+        for (; last < end; ++last) add_written(roots[last], &roots, &blobs);
         if (roots.size() == end) break;
         done = try_block(blobs);
       }
-      if (!done) continue;
-      for (int r : roots) blocked[r] = true;
-      more = true;
+      more = more || done;
     }
   }
   // Re-targeted kernels may ask for other scratch (a blocked input needs no pixel-group

@@ -26,12 +26,10 @@ struct ConvParts {
 bool convolution_parts(const Layer& layer, ConvParts* parts);
 
 // Blocked layouts (ConvGeometry::in_pack / out_pack), chosen at Net load after prepare:
-// the lanes of the layer's kernel where it takes blocked operands (0 otherwise, or not
-// a Convolution), and re-targeting its input and output to these packs (false, nothing
-// changed, where its kernel does not take them or it is not a Convolution; rechoose: or
-// another fast kernel for the new geometry, its weights packed again, throwing
-// std::bad_alloc where they cannot be; dry_run: only asks).
-int convolution_blocked_lanes(const Layer& layer);
+// re-targets the layer's input and output to these packs (false, nothing changed, where
+// its kernel does not take them or it is not a Convolution; rechoose: or another fast
+// kernel for the new geometry, its weights packed again, throwing std::bad_alloc where
+// they cannot be; dry_run: only asks).
 bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool rechoose, bool dry_run);
 
 // The fused layer for `pw` (a 1x1, stride-1, unpadded, ungrouped Convolution) followed

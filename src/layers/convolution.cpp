@@ -100,9 +100,6 @@ class Convolution final : public Layer {
     return true;
   }
 
-  // The kernel's blocked lanes, where it has a fast kernel that takes blocked operands.
-  int blocked_lanes() const { return kernel_ ? kernel_->blocked_lanes : 0; }
-
   // Re-targets the layer to these layouts of its input and output: the chosen kernel
   // where it takes them, else, with rechoose, the kernel the registry picks for the
   // geometry with those layouts, its weights packed again (a channel-tile 1x1 kernel
@@ -190,11 +187,6 @@ class Convolution final : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> create_convolution_layer() { return std::make_unique<Convolution>(); }
-
-int convolution_blocked_lanes(const Layer& layer) {
-  const auto* conv = dynamic_cast<const Convolution*>(&layer);
-  return conv ? conv->blocked_lanes() : 0;
-}
 
 bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool rechoose, bool dry_run) {
   auto* conv = dynamic_cast<Convolution*>(&layer);

@@ -209,11 +209,12 @@ size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
 // a tile step of m broadcasts and n vector loads feeding m * n FMAs takes
 // max(m * n, m + n) / 2 cycles (2 FMA and 2 load ports), summed over the tiles that
 // cover the pixels, per panel, plus about a cycle per output to write the channel tiles
-// out through their buffer (spread over the K steps). A blocked output of a blocked map
-// larger than 56x56 takes each pixel's accumulators as they are, with no such term
-// (MobileNet v1's 112x112 1x1 layer). On smaller maps the term stays for blocked
-// outputs too: without it EfficientNet-B0's and MobileNet v3's 7x7 1x1 layers took
-// channel tiles writing blocks and ran 5-15% slower (AMD EPYC, bench/ab).
+// out through their buffer (spread over the K steps). A blocked output of a blocked
+// input (which reaches the model only above 56x56) takes each pixel's accumulators as
+// they are, with no such term (MobileNet v1's 112x112 1x1 layer). From a planar input
+// the term stays for blocked outputs too: without it EfficientNet-B0's and MobileNet
+// v3's 7x7 1x1 layers took channel tiles writing blocks and ran 5-15% slower (AMD EPYC,
+// bench/ab).
 inline double tile_step_cycles(int m, int n) { return std::max(m * n, m + n) / 2.0; }
 
 template <int W, int MRp, int NVp, int MV, int NP>
@@ -234,7 +235,7 @@ bool prefers_channel_tiles(const ConvGeometry& g) {
   const double channel = std::ceil(oc / (MV * W)) * (static_cast<double>(p / NP) * tile_step_cycles(NP, MV) +
                                                        static_cast<double>(p % NP / 4) * tile_step_cycles(4, MV) +
                                                        static_cast<double>(p % 4) * tile_step_cycles(1, MV)) +
-                         (g.out_pack == 1 || px <= kMaxBlockedPixels ? oc * px / k : 0);
+                         (g.out_pack == 1 || g.in_pack == 1 ? oc * px / k : 0);
   return channel < 1.1 * pixel;
 }
 
