@@ -418,6 +418,43 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "out" bottom: "label" top: 
     CHECK(g.nodes.size() == 1);
   }
 
+  TEST_CASE("Silence: a deploy net's silenced blobs are its outputs") {
+    Case c;
+    kc::Graph g;
+    // As colorization_deploy_v2 ends: the decoded blob is silenced and read by nothing.
+    Status s = c.import(R"(
+input: "data"
+input_shape { dim: 1 dim: 2 dim: 3 dim: 3 }
+layer { name: "relu" type: "ReLU" bottom: "data" top: "class8_ab" }
+layer { name: "Silence" type: "Silence" bottom: "class8_ab" }
+)",
+                        {}, &g);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(g.outputs == std::vector<std::string>{"class8_ab"});
+    CHECK(g.nodes.size() == 1);
+
+    // A silenced blob that another layer also reads is an output beside the net's end;
+    // a blob only read by later layers is not.
+    s = c.import(R"(
+input: "data"
+input_shape { dim: 1 dim: 2 dim: 3 dim: 3 }
+layer { name: "relu" type: "ReLU" bottom: "data" top: "mid" }
+layer { name: "sig" type: "Sigmoid" bottom: "mid" top: "end" }
+layer { name: "tanh" type: "TanH" bottom: "mid" top: "quiet" }
+layer { name: "Silence" type: "Silence" bottom: "mid" bottom: "quiet" }
+)",
+                 {}, &g);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(g.outputs == std::vector<std::string>{"mid", "end", "quiet"});
+
+    // Silence on the input alone leaves nothing to compute.
+    s = c.import("input: \"data\"\ninput_shape { dim: 1 dim: 2 }\n"
+                 "layer { name: \"Silence\" type: \"Silence\" bottom: \"data\" }\n",
+                 {}, &g);
+    CHECK(s.code() == ErrorCode::kCorruptModel);
+    CHECK(contains(s.message(), "no outputs"));
+  }
+
   TEST_CASE("weight errors name the layer, its type and the blob") {
     Case c;
     kc::Graph g;

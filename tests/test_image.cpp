@@ -274,6 +274,77 @@ TEST_SUITE("image") {
     CHECK(img.pixels == before.pixels);
   }
 
+  TEST_CASE("a truncated or oversized image names its format and what the decoder found") {
+    ScratchDir dir;
+    const auto read_all = [](const std::string& path) {
+      std::ifstream f(path, std::ios::binary);
+      return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    };
+    const auto write = [](const std::string& path, const std::string& bytes) {
+      std::ofstream(path, std::ios::binary) << bytes;
+    };
+    Image img;
+    REQUIRE(kestrel::save_image(dir.file("full.jpg"), random_image(64, 40, 3, 9)).ok());
+    const std::string jpeg = read_all(dir.file("full.jpg"));
+    REQUIRE(jpeg.size() > 200);
+    // An EXIF-style APP1 segment holding a thumbnail's end marker (ff d9) goes first:
+    // a cut in the main image's scan data must still count as truncated.
+    const std::string app1 = std::string("\xff\xe1\x00\x08Exif\xff\xd9", 10);
+    const std::string exif = jpeg.substr(0, 2) + app1 + jpeg.substr(2);
+    write(dir.file("exif.jpg"), exif);
+    REQUIRE(kestrel::load_image(dir.file("exif.jpg"), &img).ok());
+    for (const std::string* full : {&jpeg, &exif}) {
+      // In the markers, in the tables, in the scan data, just before the end marker.
+      for (size_t cut : {size_t(4), size_t(30), size_t(150), full->size() / 2, full->size() - 2}) {
+        CAPTURE(cut);
+        write(dir.file("cut.jpg"), full->substr(0, cut));
+        const kestrel::Status s = kestrel::load_image(dir.file("cut.jpg"), &img);
+        CHECK(s.code() == ErrorCode::kInvalidArgument);
+        CHECK_MESSAGE(s.message().find("cut.jpg: JPEG image") != std::string::npos, s.message());
+        CHECK_MESSAGE(s.message().find("is truncated: the file ends after " + std::to_string(cut) + " bytes") !=
+                          std::string::npos,
+                      s.message());
+      }
+    }
+    // Bytes after the end marker are not a truncation.
+    write(dir.file("tail.jpg"), jpeg + "trailing bytes");
+    CHECK(kestrel::load_image(dir.file("tail.jpg"), &img).ok());
+
+    // A PNG whose header claims 100000 x 100000 pixels (stb does not check CRCs).
+    std::string png("\x89PNG\r\n\x1a\n", 8);
+    const auto be32 = [](uint32_t v) {
+      return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+    };
+    png += be32(13) + "IHDR" + be32(100000) + be32(100000) + std::string("\x08\x02\x00\x00\x00", 5) + be32(0);
+    for (bool complete : {false, true}) {
+      const std::string bytes = complete ? png + be32(0) + "IEND" + be32(0) : png;
+      write(dir.file("huge.png"), bytes);
+      const kestrel::Status s = kestrel::load_image(dir.file("huge.png"), &img);
+      CHECK(s.code() == ErrorCode::kInvalidArgument);
+      CHECK_MESSAGE(s.message().find("huge.png: PNG image of 100000x100000 pixels is too large to decode") !=
+                        std::string::npos,
+                    s.message());
+    }
+    // A PNG cut inside its data, and a BMP shorter than its header declares.
+    REQUIRE(kestrel::save_image(dir.file("full.png"), random_image(40, 40, 3, 2)).ok());
+    const std::string full_png = read_all(dir.file("full.png"));
+    write(dir.file("cut.png"), full_png.substr(0, full_png.size() - 20));
+    kestrel::Status s = kestrel::load_image(dir.file("cut.png"), &img);
+    CHECK_MESSAGE(s.message().find("cut.png: PNG image of 40x40 pixels is truncated") != std::string::npos,
+                  s.message());
+    REQUIRE(kestrel::save_image(dir.file("full.bmp"), random_image(9, 7, 3, 4)).ok());
+    const std::string bmp = read_all(dir.file("full.bmp"));
+    write(dir.file("cut.bmp"), bmp.substr(0, bmp.size() - 30));
+    s = kestrel::load_image(dir.file("cut.bmp"), &img);
+    CHECK_MESSAGE(s.message().find("cut.bmp: BMP image of 9x7 pixels is truncated") != std::string::npos,
+                  s.message());
+    // No signature at all, and an empty file.
+    write(dir.file("empty.jpg"), "");
+    s = kestrel::load_image(dir.file("empty.jpg"), &img);
+    CHECK_MESSAGE(s.message().find("not a JPEG, PNG or BMP image (the file is empty)") != std::string::npos,
+                  s.message());
+  }
+
   TEST_CASE("save_image and from_pixels_resize reject bad arguments") {
     ScratchDir dir;
     const Image img = random_image(4, 3, 3, 5);

@@ -1,5 +1,8 @@
 // Every built-in layer against naive computations written independently in
 // layer_test_util.h, plus small hand-computed cases and parameter errors.
+#include <array>
+#include <random>
+
 #include "layer_test_util.h"
 
 using namespace lt;
@@ -297,6 +300,113 @@ TEST_CASE("DetectionOutput Corner code and bad parameters") {
   check_error(h.prepare({Shape::make1(8), Shape::make1(4), Shape::make2(4, 2)}), "loc has 8");
   check_error(h.prepare({Shape::make1(4), Shape::make1(3), Shape::make2(4, 2)}), "conf has 3");
   check_error(h.prepare({Shape::make1(4), Shape::make1(2), Shape::make2(4, 3)}), "priors");
+}
+
+// Caffe's DetectionOutput step by step, as written (stable sort per class, top_k,
+// greedy NMS over the whole list, then every class's survivors sorted and cut to
+// keep_top_k), for Corner boxes with the variance in the target: box = prior + loc.
+std::vector<std::vector<float>> caffe_detections(const std::vector<float>& loc, const std::vector<float>& conf,
+                                                 const std::vector<float>& priors, int classes, float threshold,
+                                                 float nms, int top_k, int keep_top_k) {
+  const int n = static_cast<int>(loc.size() / 4);
+  std::vector<std::array<float, 4>> box(n);
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < 4; ++k) box[i][k] = priors[4 * i + k] + loc[4 * i + k];
+  }
+  const auto area = [](const std::array<float, 4>& b) {
+    return b[2] < b[0] || b[3] < b[1] ? 0.f : (b[2] - b[0]) * (b[3] - b[1]);
+  };
+  const auto iou = [&](const std::array<float, 4>& a, const std::array<float, 4>& b) {
+    if (b[0] > a[2] || b[2] < a[0] || b[1] > a[3] || b[3] < a[1]) return 0.f;
+    const float iw = std::min(a[2], b[2]) - std::max(a[0], b[0]), ih = std::min(a[3], b[3]) - std::max(a[1], b[1]);
+    if (iw <= 0.f || ih <= 0.f) return 0.f;
+    return iw * ih / (area(a) + area(b) - iw * ih);
+  };
+  struct Det {
+    float score;
+    int label, index;
+  };
+  std::vector<Det> all;
+  for (int c = 1; c < classes; ++c) {
+    std::vector<Det> cand;
+    for (int i = 0; i < n; ++i) {
+      if (conf[size_t(i) * classes + c] > threshold) cand.push_back({conf[size_t(i) * classes + c], c, i});
+    }
+    std::stable_sort(cand.begin(), cand.end(), [](const Det& a, const Det& b) { return a.score > b.score; });
+    if (top_k > 0 && int(cand.size()) > top_k) cand.resize(top_k);
+    std::vector<Det> kept;
+    for (const Det& d : cand) {
+      bool keep = true;
+      for (const Det& k : kept) keep = keep && iou(box[d.index], box[k.index]) <= nms;
+      if (keep) kept.push_back(d);
+    }
+    all.insert(all.end(), kept.begin(), kept.end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Det& a, const Det& b) { return a.score > b.score; });
+  if (keep_top_k > 0 && int(all.size()) > keep_top_k) all.resize(keep_top_k);
+  std::vector<std::vector<float>> rows;
+  for (const Det& d : all) {
+    const auto& b = box[d.index];
+    rows.push_back({float(d.label), d.score, b[0], b[1], b[2], b[3]});
+  }
+  return rows;
+}
+
+TEST_CASE("DetectionOutput equals Caffe's algorithm with every top_k and keep_top_k") {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int n = 1 + int(rng() % 300), classes = 2 + int(rng() % 5);
+    CAPTURE(trial);
+    CAPTURE(n);
+    // Boxes in clusters so that NMS suppresses; scores on a coarse grid so that many
+    // tie (ties go to the lower label, then the lower prior, as in Caffe's order).
+    std::vector<float> pri, var(4 * size_t(n), 1.f), loc(4 * size_t(n)), conf(size_t(n) * classes);
+    for (int i = 0; i < n; ++i) {
+      const float cx = float(rng() % 6) / 6.f, cy = float(rng() % 6) / 6.f, w = 0.05f + 0.3f * u(rng);
+      pri.insert(pri.end(), {cx - w / 2, cy - w / 2, cx + w / 2, cy + w / 2});
+    }
+    pri.insert(pri.end(), var.begin(), var.end());
+    for (float& v : loc) v = 0.02f * (u(rng) - 0.5f);
+    for (float& v : conf) v = float(rng() % 17) / 16.f;
+    const int top_ks[] = {-1, 1, 7, 400}, keeps[] = {-1, 1, 5, 50};
+    const int top_k = top_ks[rng() % 4], keep_top_k = keeps[rng() % 4];
+    const float threshold = trial % 3 == 0 ? 0.f : 0.4f, nms = trial % 2 ? 0.45f : 0.8f;
+    CAPTURE(top_k);
+    CAPTURE(keep_top_k);
+    fb::DetectionOutputParamT p;
+    p.num_classes = classes, p.nms_threshold = nms, p.confidence_threshold = threshold;
+    p.top_k = top_k, p.keep_top_k = keep_top_k;
+    p.code_type = fb::CodeType::Corner, p.variance_encoded_in_target = true;
+    Harness h("DetectionOutput", p);
+    const Mat out = h.run({make_mat(Shape::make1(4 * n), loc), make_mat(Shape::make2(classes, n), conf),
+                           make_mat(Shape::make2(4 * n, 2), pri)});
+    const auto expected = caffe_detections(loc, conf, pri, classes, threshold, nms, top_k, keep_top_k);
+    REQUIRE(out.h == int(expected.size()));
+    for (int i = 0; i < out.h; ++i) CHECK(std::vector<float>(out.row(i), out.row(i) + 6) == expected[i]);
+  }
+}
+
+TEST_CASE("DetectionOutput refuses at load NMS work beyond its limit, naming the parameters") {
+  fb::DetectionOutputParamT p;
+  p.num_classes = 21, p.top_k = -1, p.keep_top_k = -1;
+  const auto shapes = [](int priors, int classes) {
+    return std::vector<Shape>{Shape::make1(4 * priors), Shape::make2(classes, priors), Shape::make2(4 * priors, 2)};
+  };
+  // 20 classes x 10000 candidates x 10000 kept: 2e9 IoUs per inference, worst case.
+  Harness unbounded("DetectionOutput", p);
+  REQUIRE(unbounded.load.ok());
+  check_error(unbounded.prepare(shapes(10000, 21)), "may compare up to 2000000000 box pairs");
+  check_error(unbounded.prepare(shapes(10000, 21)), "top_k -1 and keep_top_k -1");
+  // MobileNet-SSD's own settings (1917 priors, top_k 100, keep_top_k 100): 200000.
+  p.top_k = 100, p.keep_top_k = 100;
+  CHECK(Harness("DetectionOutput", p).prepare(shapes(1917, 21)).ok());
+  // keep_top_k alone bounds it too: 20 x 10000 x 100 = 2e7.
+  p.top_k = -1;
+  CHECK(Harness("DetectionOutput", p).prepare(shapes(10000, 21)).ok());
+  // A negative top_k is "no limit", as in Caffe (the fuzzer's model had -1848).
+  p.top_k = -1848, p.keep_top_k = -5;
+  check_error(Harness("DetectionOutput", p).prepare(shapes(3000, 21)), "above the limit");
 }
 
 }  // TEST_SUITE

@@ -397,6 +397,8 @@ def infer_layer(layer, ins):
              "Threshold", "Dropout", "BatchNorm", "Scale", "Bias", "Softmax", "LRN", "Normalize",
              "ShuffleChannel", "MVN", "ReLU6", "Clip", "Swish", "Mish", "HardSigmoid"):
         return [list(ins[0])]
+    if t == "Silence":  # no tops, no weights
+        return []
     if t == "Eltwise":
         for s in ins[1:]:
             if list(s) != list(ins[0]):

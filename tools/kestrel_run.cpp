@@ -188,20 +188,30 @@ std::string label_of(const std::vector<std::string>& labels, int i) {
   return std::to_string(i);
 }
 
-// The values of `m` in [c][d][h][w] order without channel padding or packing.
+// The values of `m` in [c][d][h][w] order without channel padding or packing, and
+// its shape (real channels), which may hold a 0: a detector that found nothing gives
+// 0 rows.
 std::vector<float> flatten(const kestrel::Mat& packed, std::vector<int>* shape) {
-  const kestrel::Mat m = packed.elempack == 1 ? packed : kestrel::convert_packing(packed, 1);
-  std::vector<float> v;
-  if (m.empty()) return v;
-  const size_t plane = static_cast<size_t>(m.w) * m.h * m.d;
-  for (int q = 0; q < m.c; ++q) v.insert(v.end(), m.channel(q), m.channel(q) + plane);
+  const kestrel::Mat& m = packed;
+  const int c = m.channels();
   switch (m.dims) {
     case 1: *shape = {m.w}; break;
     case 2: *shape = {m.h, m.w}; break;
-    case 3: *shape = {m.c, m.h, m.w}; break;
-    default: *shape = {m.c, m.d, m.h, m.w}; break;
+    case 3: *shape = {c, m.h, m.w}; break;
+    default: *shape = {c, m.d, m.h, m.w}; break;
   }
+  std::vector<float> v;
+  if (m.empty()) return v;
+  const kestrel::Mat planar = m.elempack == 1 ? m : kestrel::convert_packing(m, 1);
+  const size_t plane = static_cast<size_t>(planar.w) * planar.h * planar.d;
+  for (int q = 0; q < planar.c; ++q) v.insert(v.end(), planar.channel(q), planar.channel(q) + plane);
   return v;
+}
+
+std::string shape_text(const std::vector<int>& shape) {
+  std::string t = "[";
+  for (size_t i = 0; i < shape.size(); ++i) t += (i ? "," : "") + std::to_string(shape[i]);
+  return t + "]";
 }
 
 class Runner {
@@ -271,7 +281,10 @@ int Runner::configure_preprocessing() {
   task_ = a_.task;
   if (task_.empty()) {
     const std::string t = net_.metadata("task");
-    task_ = t == "detection" || t == "detect" ? "detect" : "classify";
+    const std::vector<std::string> outs = net_.output_names();
+    // Without metadata, a net whose output comes from DetectionOutput is a detector.
+    const bool detector = t.empty() && !outs.empty() && net_.producer_type(outs[0]) == "DetectionOutput";
+    task_ = t == "detection" || t == "detect" || detector ? "detect" : "classify";
   }
   if (input_.empty()) return 0;
   kestrel::Status s = net_.input_shape(input_, &shape_);
@@ -374,6 +387,9 @@ int Runner::run(const std::string& path) {
     if (!s.ok()) return fail("--output " + name + ": " + s.message());
     std::vector<int> shape;
     const std::vector<float> v = flatten(m, &shape);
+    size_t count = 1;
+    for (int d : shape) count *= static_cast<size_t>(d);
+    if (shape.empty() || v.size() != count) return fail("--output " + name + ": out of memory for its values");
     const std::string why = kt::write_npy(file, shape, v.data());
     if (!why.empty()) return fail("--output " + name + ": " + why);
     std::printf("output   %s -> %s\n", name.c_str(), file.c_str());
@@ -386,7 +402,13 @@ int Runner::run(const std::string& path) {
     rc = detect(out, path.empty() ? width_ : img.w, path.empty() ? height_ : img.h, canvas);
   } else {
     std::vector<int> shape;
-    rc = classify(flatten(out, &shape), canvas);
+    const std::vector<float> values = flatten(out, &shape);
+    if (values.empty()) {
+      std::printf("  output '%s' holds no values (shape %s): nothing to classify\n", out_names[0].c_str(),
+                  shape_text(shape).c_str());
+    } else {
+      rc = classify(values, canvas);
+    }
   }
   if (rc == 0 && canvas) {
     s = kestrel::save_image(a_.draw, *canvas);

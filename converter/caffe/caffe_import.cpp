@@ -333,7 +333,7 @@ Status Importer::convert_layer(const caffe::LayerParameter& layer) {
     }
     ctx.bottoms.push_back(it->second.names.back());
   }
-  // Silence only keeps blobs from becoming outputs.
+  // Silence computes nothing: its bottoms become the net's outputs (finish()).
   if (type == "Silence") {
     silenced_.insert(ctx.bottoms.begin(), ctx.bottoms.end());
     return Status::Ok();
@@ -401,11 +401,14 @@ Status Importer::finish() {
     const auto it = rename.find(name);
     if (it != rename.end()) name = it->second;
   };
-  std::set<std::string> read(silenced_.begin(), silenced_.end());
+  // A Silence layer quiets a blob that training leaves unread; in a deploy net that
+  // blob is what the net computes (OpenCV treats Silence as the identity), so it is
+  // an output even where another layer also reads it.
+  std::set<std::string> read;
   for (const Node& n : g_.nodes) read.insert(n.inputs.begin(), n.inputs.end());
   for (const Node& n : g_.nodes) {
     for (const std::string& b : n.outputs) {
-      if (!read.count(b)) g_.outputs.push_back(b);
+      if (!read.count(b) || silenced_.count(b)) g_.outputs.push_back(b);
     }
   }
   for (Node& n : g_.nodes) {

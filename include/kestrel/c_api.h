@@ -46,9 +46,11 @@ typedef struct kestrel_extractor kestrel_extractor;
  * for an image, without the batch). */
 typedef struct kestrel_tensor {
   int ndims;         /* 1 to 4 */
-  int shape[4];      /* shape[0..ndims-1] */
-  size_t count;      /* product of the shape */
-  const float* data; /* count floats, row-major, no padding */
+  int shape[4];      /* shape[0..ndims-1]; may hold a 0 (a detector that found nothing
+                        gives {0, 6}) */
+  size_t count;      /* product of the shape; 0 for such a tensor */
+  const float* data; /* count floats, row-major, no padding; not to be read when
+                        count is 0 (it may be NULL) */
 } kestrel_tensor;
 
 /* "ok", "invalid argument", ...; a static string, never NULL. */

@@ -83,6 +83,9 @@ class Net {
   std::vector<std::string> output_names() const;
   // The shape the Net was prepared for; InvalidArgument for an unknown name.
   Status input_shape(const std::string& name, Shape* shape) const;
+  // The type of the layer that computes blob `name` ("Convolution", "DetectionOutput");
+  // empty for a network input, an unknown name, or before a successful load.
+  std::string producer_type(const std::string& name) const;
   // Free-form metadata written at conversion ("mean", "norm", "labels", "task").
   // Empty string when absent.
   std::string metadata(const std::string& key) const;
@@ -138,6 +141,8 @@ class Extractor {
   // Computes blob `name` (running only the layers it needs) and hands it out. The Mat
   // shares memory with the Extractor and keeps it alive; `out`'s previous content is
   // released first. With kPlan, blobs that are not declared outputs are copied.
+  // A blob may hold no values: a DetectionOutput that found nothing is 0 rows of 6
+  // (out.h == 0, out.empty()), which is a success, not an error.
   Status extract(const std::string& name, Mat& out);
 
   // Called after every layer this Extractor runs, on the calling thread (profiling,

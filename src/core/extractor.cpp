@@ -239,6 +239,11 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
         tops_.clear();
         return s.with_context("layer '" + L.name + "'");
       }
+      if (L.rows_follow_input) {
+        // 2-D (checked at load): the rows are the whole tensor.
+        m.h = bottoms_[0].h;
+        m.cstep = static_cast<size_t>(m.w) * static_cast<size_t>(m.h);
+      }
     }
     tops_.push_back(std::move(m));
   }

@@ -10,6 +10,9 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <vector>
+
+#include "core/image_probe.h"
 
 // stb is compiled into this file only, with static linkage, so that a program that
 // links libkestrel.a and has its own copy of stb gets no duplicate symbols. Only the
@@ -232,19 +235,50 @@ Status load_image(const std::string& path, Image* out) {
   if (S_ISDIR(st.st_mode)) return Status(ErrorCode::kIoError, path + ": is a directory, not an image file");
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return Status(ErrorCode::kIoError, path + ": cannot open: " + std::strerror(errno));
-  int w = 0, h = 0, comp = 0;
-  if (!stbi_info_from_file(f.get(), &w, &h, &comp)) {
-    return invalid(path + ": not a JPEG, PNG or BMP image (" + stbi_failure_reason() + ")");
+  std::vector<unsigned char> bytes;
+  if (static_cast<unsigned long long>(st.st_size) > 0x7fffffffu) {
+    return invalid(path + ": " + std::to_string(st.st_size) + " bytes is too large for an image file");
   }
+  try {
+    bytes.resize(static_cast<size_t>(st.st_size));
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(path);
+  }
+  if (!bytes.empty() && std::fread(bytes.data(), 1, bytes.size(), f.get()) != bytes.size()) {
+    return Status(ErrorCode::kIoError, path + ": cannot read: " + std::strerror(errno));
+  }
+  const image_probe::Probe probe = image_probe::probe(bytes.data(), bytes.size());
+  if (probe.format == image_probe::Format::kUnknown) {
+    return invalid(path + ": not a JPEG, PNG or BMP image (" +
+                   (bytes.empty() ? std::string("the file is empty") : "no JPEG, PNG or BMP signature") + ")");
+  }
+  const std::string what = path + ": " + image_probe::format_name(probe.format) + " image";
+  const std::string declared =
+      probe.w > 0 && probe.h > 0 ? " of " + std::to_string(probe.w) + "x" + std::to_string(probe.h) + " pixels" : "";
+  // A file cut short may still half-decode (stb fills a JPEG's missing scan data with
+  // grey): refused whatever the decoder makes of it.
+  const auto truncated = [&](const std::string& decoder) {
+    return invalid(what + declared + " is truncated: the file ends after " + std::to_string(bytes.size()) +
+                   " bytes, before the image data does" + (decoder.empty() ? "" : " (decoder: " + decoder + ")"));
+  };
+  const int size = static_cast<int>(bytes.size());
+  int w = 0, h = 0, comp = 0;
+  const int known = stbi_info_from_memory(bytes.data(), size, &w, &h, &comp);
   // Gray + alpha has no PixelType: decode it as gray.
   const int want = comp == 2 ? 1 : comp;
-  std::unique_ptr<stbi_uc, void (*)(void*)> data(stbi_load_from_file(f.get(), &w, &h, &comp, want),
-                                                  &stbi_image_free);
+  std::unique_ptr<stbi_uc, void (*)(void*)> data(
+      known ? stbi_load_from_memory(bytes.data(), size, &w, &h, &comp, want) : nullptr, &stbi_image_free);
   if (!data) {
+    // Without a header stb reports only that no decoder took the file: decode it to
+    // get the reason from the decoder its signature names.
+    if (!known) stbi_image_free(stbi_load_from_memory(bytes.data(), size, &w, &h, &comp, 0));
     const std::string why = stbi_failure_reason() ? stbi_failure_reason() : "unknown error";
     if (why == "outofmem") return out_of_memory(path);
-    return invalid(path + ": cannot decode the image (" + why + ")");
+    if (why == "too large") return invalid(what + declared + " is too large to decode (decoder: " + why + ")");
+    if (probe.truncated) return truncated(why);
+    return invalid(what + declared + ": cannot decode it (decoder: " + why + ")");
   }
+  if (probe.truncated) return truncated("");
   try {
     Image img;
     img.w = w;

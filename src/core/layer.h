@@ -74,6 +74,10 @@ class Layer {
   // Add of two maps): then the Net may give them channel-blocked layouts together.
   virtual bool elementwise_any_layout() const { return false; }
 
+  // True if forward() may lower its 2-D output's row count (h) below the prepared one,
+  // as DetectionOutput does with the detections it found.
+  virtual bool data_dependent_rows() const { return false; }
+
   // Bytes of weights this layer keeps beyond the model's own (packed copies).
   virtual size_t packed_weight_bytes() const { return 0; }
 

@@ -83,6 +83,13 @@ Status Net::input_shape(const std::string& name, Shape* shape) const {
   return Status::Ok();
 }
 
+std::string Net::producer_type(const std::string& name) const {
+  const int b = impl_ ? impl_->find_blob(name) : -1;
+  if (b < 0) return std::string();
+  const int layer = impl_->producer[b] == NetImpl::kFusedAway ? impl_->fused_by[b] : impl_->producer[b];
+  return layer >= 0 ? impl_->layers[layer].type : std::string();
+}
+
 std::string Net::metadata(const std::string& key) const {
   if (!impl_) return std::string();
   auto it = impl_->metadata.find(key);

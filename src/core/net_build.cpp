@@ -278,6 +278,37 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
   return Status::Ok();
 }
 
+// A layer whose output's row count is decided at each inference (DetectionOutput)
+// hands its readers fewer rows than they were prepared for. A one-input elementwise
+// layer (an activation) can follow it: its output takes the rows its input has
+// (NetLayer::rows_follow_input), and so on down a chain. Any other reader would read
+// the prepared number of rows, most of them never written: refused here.
+Status check_data_dependent_rows(NetImpl& net) {
+  std::vector<int> origin(net.blob_names.size(), -1);  // the layer that decides a blob's rows
+  for (int li : net.order) {
+    NetLayer& L = net.layers[li];
+    if (L.impl->data_dependent_rows()) {
+      for (int t : L.tops) origin[t] = li;
+      continue;
+    }
+    for (int b : L.bottoms) {
+      if (origin[b] < 0) continue;
+      const bool follows = L.bottoms.size() == 1 && L.tops.size() == 1 && L.impl->supports_inplace() &&
+                           net.blob_shapes[b].dims == 2 && net.blob_shapes[b] == net.blob_shapes[L.tops[0]];
+      if (!follows) {
+        const NetLayer& O = net.layers[origin[b]];
+        return Status(ErrorCode::kUnsupported,
+                      "layer '" + L.name + "' (" + L.type + ") reads '" + net.blob_names[b] + "', whose row count layer '" +
+                          O.name + "' (" + O.type + ") decides at each inference: only a one-input elementwise "
+                          "layer, such as an activation, may read it");
+      }
+      L.rows_follow_input = true;
+      origin[L.tops[0]] = origin[b];
+    }
+  }
+  return Status::Ok();
+}
+
 // A layer runs in place when it allows it and its input is an intermediate blob that
 // nothing else reads and nobody can ask for later (not a network input or output).
 void choose_inplace(NetImpl& net) {
@@ -403,6 +434,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = oom_names("reading layers", [&] { return read_layers(net); })).ok()) return s;
   if (!(s = oom_names("ordering layers", [&] { return topological_order(net); })).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
+  if (!(s = oom_names("checking row counts", [&] { return check_data_dependent_rows(net); })).ok()) return s;
   s = oom_names("choosing layouts", [&] {
     if (opt.blocked_layout && opt.kernels == KernelSet::kFast) choose_blocked_layouts(net);
     return Status::Ok();

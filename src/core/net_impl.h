@@ -29,6 +29,9 @@ struct NetLayer {
   std::vector<int> bottoms;
   std::vector<int> tops;
   bool inplace = false;  // tops[0] reuses bottoms[0]'s memory
+  // bottoms[0]'s row count is decided at each inference (Layer::data_dependent_rows):
+  // tops[0] gets the rows bottoms[0] has before the layer runs.
+  bool rows_follow_input = false;
 };
 
 struct NetImpl {

@@ -45,6 +45,12 @@ float iou(const Box& a, const Box& b) {
   return inter / (box_area(a) + box_area(b) - inter);
 }
 
+// The most IoU evaluations NMS may need in one inference, worst case (every
+// candidate scored above the threshold, none overlapping). Real SSDs declare a few
+// million (VGG SSD300: 20 classes x top_k 400 x keep_top_k 200 = 1.6 M); 2^27 takes
+// a few hundred ms on one core, and anything larger can only stall its caller.
+constexpr size_t kMaxNmsComparisons = size_t(1) << 27;
+
 class DetectionOutput final : public Layer {
  public:
   Status load(const LoadContext& ctx) override {
@@ -101,11 +107,27 @@ class DetectionOutput final : public Layer {
         !checked_add(box_bytes, cand_bytes, &workspace_bytes)) {
       return corrupt("too many priors and classes");
     }
+    // NMS compares each candidate of a class with the boxes the class kept before it:
+    // at most (candidates) x (kept) IoUs per class, bounded by top_k and keep_top_k.
+    const size_t candidates = top_k_ > 0 ? std::min(size_t(top_k_), size_t(num_priors_)) : size_t(num_priors_);
+    max_kept_per_class_ = keep_top_k_ > 0 ? std::min(candidates, size_t(keep_top_k_)) : candidates;
+    size_t comparisons = 0;
+    const bool fits = checked_mul({size_t(foreground_), candidates, max_kept_per_class_}, &comparisons);
+    if (!fits || comparisons > kMaxNmsComparisons) {
+      return corrupt("NMS over " + std::to_string(num_priors_) + " priors and " + std::to_string(foreground_) +
+                     " classes with top_k " + std::to_string(top_k_) + " and keep_top_k " +
+                     std::to_string(keep_top_k_) + " may compare up to " +
+                     (fits ? std::to_string(comparisons) : std::string("more than 2^64")) +
+                     " box pairs per inference, above the limit of " + std::to_string(kMaxNmsComparisons) +
+                     ": set nms_param top_k (Caffe's default SSDs use 100-400) or keep_top_k");
+    }
     if (keep_top_k_ > 0) max_dets = std::min(max_dets, size_t(keep_top_k_));
     if (max_dets > 0x7fffffffu) return corrupt("too many detections");
     outputs[0] = Shape::make2(6, static_cast<int>(max_dets));
     return Status::Ok();
   }
+
+  bool data_dependent_rows() const override { return true; }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs, const ForwardContext& ctx) const override {
     if (!ctx.workspace) return Status(ErrorCode::kInternal, "DetectionOutput needs a workspace");
@@ -117,8 +139,8 @@ class DetectionOutput final : public Layer {
                                                    sizeof(Box) * static_cast<size_t>(num_priors_));
     decode(loc, priors.row(0), priors.row(1), boxes);
 
-    // Each class appends its candidates after the detections kept so far, sorts
-    // them, and NMS compacts the survivors in place.
+    // Each class appends its candidates after the detections kept so far, and NMS
+    // compacts the survivors in place.
     size_t kept = 0;
     for (int c = 0; c < num_classes_; ++c) {
       if (c == background_) continue;
@@ -128,12 +150,19 @@ class DetectionOutput final : public Layer {
         const float score = conf[static_cast<size_t>(i) * num_classes_ + c];
         if (score > confidence_threshold_) cand[n++] = Candidate{score, c, i};
       }
-      std::sort(cand, cand + n, before);
-      if (top_k_ > 0 && n > top_k_) n = top_k_;
+      // Only the top_k best take part, picked in linear time.
+      if (top_k_ > 0 && n > top_k_) {
+        std::nth_element(cand, cand + top_k_, cand + n, before);
+        n = top_k_;
+      }
       kept += nms(cand, n, boxes);
     }
-    std::sort(dets, dets + kept, before);
-    if (keep_top_k_ > 0 && kept > size_t(keep_top_k_)) kept = size_t(keep_top_k_);
+    if (keep_top_k_ > 0 && kept > size_t(keep_top_k_)) {
+      std::partial_sort(dets, dets + keep_top_k_, dets + kept, before);
+      kept = size_t(keep_top_k_);
+    } else {
+      std::sort(dets, dets + kept, before);
+    }
 
     Mat& out = outputs[0];
     for (size_t i = 0; i < kept; ++i) {
@@ -187,15 +216,26 @@ class DetectionOutput final : public Layer {
 
   // Caffe's ApplyNMSFast with eta = 1: walk candidates best first, keep one unless it
   // overlaps a kept one by more than the threshold. Returns the number kept, which
-  // now occupy cand[0..].
+  // then occupy cand[0..] best first. It stops at keep_top_k kept: every later one of
+  // this class has keep_top_k better detections before it and cannot survive the
+  // final top-k. So the candidates are not sorted up front but leave a heap best
+  // first (linear set-up, log n a step): a class stops after the few it needs.
   size_t nms(Candidate* cand, int n, const Box* boxes) const {
+    const auto after = [](const Candidate& a, const Candidate& b) { return before(b, a); };
+    std::make_heap(cand, cand + n, after);
+    // Kept ones collect at the end, best last: cand[n - 1 - k] is the k-th kept, a
+    // slot the heap has already left (k < the number popped).
     size_t kept = 0;
-    for (int i = 0; i < n; ++i) {
-      const Box& b = boxes[cand[i].index];
+    for (int m = n; m > 0 && kept < max_kept_per_class_; --m) {
+      std::pop_heap(cand, cand + m, after);
+      const Candidate c = cand[m - 1];
+      const Box& b = boxes[c.index];
       bool keep = true;
-      for (size_t k = 0; keep && k < kept; ++k) keep = iou(b, boxes[cand[k].index]) <= nms_threshold_;
-      if (keep) cand[kept++] = cand[i];
+      for (size_t k = 0; keep && k < kept; ++k) keep = iou(b, boxes[cand[n - 1 - k].index]) <= nms_threshold_;
+      if (keep) cand[n - 1 - kept++] = c;
     }
+    std::reverse(cand + n - kept, cand + n);
+    std::move(cand + n - kept, cand + n, cand);
     return kept;
   }
 
@@ -205,6 +245,7 @@ class DetectionOutput final : public Layer {
   fb::CodeType code_type_ = fb::CodeType::CenterSize;
   bool variance_in_target_ = false;
   int num_priors_ = 0;  // from prepare()
+  size_t max_kept_per_class_ = 0;
 };
 
 }  // namespace

@@ -82,7 +82,8 @@ def plan(net):
     inputs = [n for n, _ in net.inputs] + [t for l in net.layers if l.type == "Input" for t in l.tops]
     available = []
     for layer in net.layers:
-        if layer.type == "Input":
+        # Silence (OpenCV's identity) leaves its bottoms available: they are outputs.
+        if layer.type in ("Input", "Silence"):
             continue
         for b in layer.bottoms:
             if b in available:

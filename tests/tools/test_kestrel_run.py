@@ -2,8 +2,9 @@
 """kestrel-run end to end on kestrel-zoo models (seeded random weights, no labels):
 classification and detection on a synthetic PNG and on ../shared/images/cat.jpg (when
 the shared folder exists), the preprocessed input against OpenCV's cv2.resize, .npy
-tensors in and out, and the bad-input messages and exit codes (never a crash).
-Needs $KESTREL_RUN and $KESTREL_ZOO; $KESTREL_SHARED_DIR is optional."""
+tensors in and out, a detector that finds nothing (0 rows), and the bad-input messages
+and exit codes (never a crash). Needs $KESTREL_RUN and $KESTREL_ZOO; $KESTREL_CONVERT
+(the 0-row detector) and $KESTREL_SHARED_DIR are optional."""
 import os
 import pathlib
 import re
@@ -16,6 +17,7 @@ import numpy as np
 
 RUN = os.environ["KESTREL_RUN"]
 ZOO = os.environ["KESTREL_ZOO"]
+CONVERT = os.environ.get("KESTREL_CONVERT")
 SHARED = pathlib.Path(os.environ.get("KESTREL_SHARED_DIR", "/nonexistent"))
 
 # MobileNet v1 zoo metadata (src/builder/model_zoo.cpp); no channel_order: BGR as Caffe.
@@ -42,6 +44,41 @@ def top_lines(stdout):
 def fails(name, r, code, *needles):
     ok = r.returncode == code and all(n in r.stderr for n in needles) and "Traceback" not in r.stderr
     check(f"{name}: exit {code}, message names {needles}", ok, r)
+
+
+def empty_detections(d, png):
+    """A detector that finds nothing: MobileNet-SSD's head in miniature (tests/caffe/
+    ssd_mini.prototxt) with a confidence threshold no softmax score exceeds, converted
+    without task metadata. Its output is 0 rows of 6."""
+    if not CONVERT:
+        print("skipped: 0-row outputs (no KESTREL_CONVERT: converters not built)")
+        return
+    here = pathlib.Path(__file__).resolve().parent
+    proto = d / "ssd_none.prototxt"
+    text = (here.parent / "caffe" / "ssd_mini.prototxt").read_text()
+    proto.write_text(re.sub(r"confidence_threshold: [0-9.]+", "confidence_threshold: 1.0", text))
+    weights, model = d / "ssd_none.caffemodel", d / "ssd_none.kst"
+    subprocess.run([sys.executable, str(here.parent.parent / "tools" / "caffe_random_weights.py"), str(proto),
+                    str(weights), "--seed", "3"], check=True, capture_output=True)
+    subprocess.run([CONVERT, "caffe", str(proto), str(weights), str(model)], check=True, capture_output=True)
+    x, out = d / "ssd_in.npy", d / "det.npy"
+    np.save(x, np.random.default_rng(3).uniform(-1, 1, (3, 32, 32)).astype(np.float32))
+    r = run(model, "--input", f"data={x}", "--output", f"detection_out={out}", "--output",
+            f"detection_corner={d / 'corner.npy'}")
+    ok = r.returncode == 0 and out.exists()
+    shape = np.load(out).shape if ok else None
+    check(f"0 detections: --output writes a .npy of shape (0, 6) (got {shape})", ok and shape == (0, 6), r)
+    check("0 detections: a model ending in DetectionOutput is a detector without task metadata",
+          "0 detections with score >= 0.5 (of 0 rows)" in r.stdout and not top_lines(r.stdout), r)
+    drawn = d / "none.png"
+    r = run(model, png, "--draw", drawn, "--size", "32x32")
+    back = cv2.imread(str(drawn)) if drawn.exists() else None
+    check("0 detections on an image: reported, and --draw writes the image untouched",
+          r.returncode == 0 and "0 detections" in r.stdout and back is not None
+          and np.array_equal(back, cv2.imread(str(png))), r)
+    r = run(model, png, "--size", "32x32", "--task", "classify")
+    check("--task classify on 0 rows: says the output holds no values, prints no classes",
+          r.returncode == 0 and "holds no values (shape [0,6])" in r.stdout and not top_lines(r.stdout), r)
 
 
 def main():
@@ -128,6 +165,8 @@ def main():
             print(r.stdout)
         else:
             print(f"skipped: {cat} not found (no shared folder)")
+
+        empty_detections(d, png)
 
         # Bad input: a clear message and a non-zero exit, never a signal.
         fails("missing image", run(v1, d / "nope.jpg"), 1, "nope.jpg", "no such file")
