@@ -6,14 +6,23 @@
 # nothing, the example shows the pipeline) and draws its detections on a photo.
 #
 #   tools/demo.sh [IMAGE...]      (default: models/fashion/samples/00000_ankle_boot.png)
+#   tools/demo.sh --deps-only     only install the packages it needs (tools/deps.sh)
+#   tools/demo.sh --configure-only    ... and configure the build, then stop
+# Outputs (the MobileNet-SSD model, its caffemodel and ssd_boxes.jpg) go to
+# build/demo/demo/ ($KESTREL_BUILD_DIR/demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-# python3-protobuf, -numpy and protoc: the random caffemodel writer for the MobileNet-SSD example.
-kestrel_install_deps python3 python3-protobuf python3-numpy protobuf-compiler
+KESTREL_STOP=$(kestrel_stop_flag "${1:-}")
+[ -z "$KESTREL_STOP" ] || shift
+# The runtime and kestrel-run, kestrel-convert (Caffe and ONNX front ends), and the
+# random caffemodel writer of the MobileNet-SSD example; no tests, no benchmarks.
+kestrel_install_deps core converters demo
+kestrel_stop_after deps
 
 BUILD=${KESTREL_BUILD_DIR:-build/demo}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKESTREL_BUILD_TESTS=OFF -DKESTREL_BUILD_BENCH=OFF >/dev/null
+kestrel_stop_after configure
 cmake --build "$BUILD" -j"$(kestrel_jobs)" --target kestrel-run kestrel-convert
 
 echo "== Fashion-MNIST classifier (models/fashion/fashion_onnx.kst, trained, 90.99% test accuracy)"
@@ -34,6 +43,7 @@ if [ -f "$PROTO" ] && [ -f "$PHOTO" ]; then
   # Random weights make many confident boxes: the ten best are printed and drawn.
   "$BUILD/kestrel-run" "$BUILD/demo/mobilenet_ssd.kst" "$PHOTO" --top 10 --draw "$BUILD/demo/ssd_boxes.jpg"
   echo "boxes drawn on $BUILD/demo/ssd_boxes.jpg"
+  echo "== outputs in $BUILD/demo/: mobilenet_ssd.kst (the model), mobilenet_ssd.caffemodel (its weights), ssd_boxes.jpg"
 else
   echo "(no $PROTO: the MobileNet-SSD example is skipped)"
 fi

@@ -4,13 +4,18 @@
 # against the installed CMake package only and run it on a few frames, build and run
 # a C program through pkg-config (dynamic-style and --static flags), then run the C API
 # (c_api) and compiled-in model (embedded_model) tests.
-#   tools/embed_check.sh [BUILD_DIR]     (default build/embed, configured if new; the prefix
+#   tools/embed_check.sh [--deps-only|--configure-only] [BUILD_DIR]
+#                                        (default build/embed, configured if new; the prefix
 #                                        and work folder are removed at exit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-# libonnx-dev: kestrel-convert (which writes the --emit-c-array header) builds the ONNX front end.
-kestrel_install_deps pkg-config libonnx-dev
+KESTREL_STOP=$(kestrel_stop_flag "${1:-}")
+[ -z "$KESTREL_STOP" ] || shift
+# Its build has the tests (test_c_api, test_embedded_model) and the converters on:
+# kestrel-convert writes the --emit-c-array header. embed: pkg-config.
+kestrel_install_deps core converters tests embed
+kestrel_stop_after deps
 JOBS=$(kestrel_jobs)
 BUILD=${1:-build/embed}
 PREFIX=$(mktemp -d /tmp/kestrel-prefix.XXXXXX)
@@ -21,6 +26,7 @@ start=$(date +%s)
 echo "== build ($BUILD)"
 # An existing build (tools/test.sh passes build/release) keeps its configuration.
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKESTREL_BUILD_BENCH=OFF >/dev/null
+kestrel_stop_after configure
 cmake --build "$BUILD" -j"$JOBS" --target kestrel kestrel-zoo kestrel-convert test_c_api test_embedded_model
 
 echo "== install to $PREFIX"

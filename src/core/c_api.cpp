@@ -217,7 +217,10 @@ kestrel_status kestrel_extractor_extract(kestrel_extractor* ex, const char* name
                   std::vector<float>& dense = ex->outputs[name];
                   const size_t per_channel = static_cast<size_t>(s.w) * s.h * s.d;
                   dense.resize(per_channel * s.c);
-                  for (int q = 0; q < s.c; ++q) std::memcpy(dense.data() + per_channel * q, m.channel(q), per_channel * sizeof(float));
+                  // A tensor of no values (0 rows, 0 channels) has no buffer to copy into.
+                  if (!dense.empty()) {
+                    for (int q = 0; q < s.c; ++q) std::memcpy(dense.data() + per_channel * q, m.channel(q), per_channel * sizeof(float));
+                  }
                   dims_from_shape(s, &out->ndims, out->shape);
                   out->count = dense.size();
                   out->data = dense.data();

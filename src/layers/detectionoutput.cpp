@@ -47,8 +47,9 @@ float iou(const Box& a, const Box& b) {
 
 // The most IoU evaluations NMS may need in one inference, worst case (every
 // candidate scored above the threshold, none overlapping). Real SSDs declare a few
-// million (VGG SSD300: 20 classes x top_k 400 x keep_top_k 200 = 1.6 M); 2^27 takes
-// a few hundred ms on one core, and anything larger can only stall its caller.
+// million (VGG SSD300: 20 classes x top_k 400 x keep_top_k 200 = 1.6 M). At 2^27
+// (11585 disjoint boxes, all kept) one inference takes about 0.15 s on an x86 core;
+// anything larger can only stall its caller.
 constexpr size_t kMaxNmsComparisons = size_t(1) << 27;
 
 class DetectionOutput final : public Layer {
