@@ -191,8 +191,7 @@ std::string label_of(const std::vector<std::string>& labels, int i) {
 // The values of `m` in [c][d][h][w] order without channel padding or packing, and
 // its shape (real channels), which may hold a 0: a detector that found nothing gives
 // 0 rows.
-std::vector<float> flatten(const kestrel::Mat& packed, std::vector<int>* shape) {
-  const kestrel::Mat& m = packed;
+std::vector<float> flatten(const kestrel::Mat& m, std::vector<int>* shape) {
   const int c = m.channels();
   switch (m.dims) {
     case 1: *shape = {m.w}; break;
