@@ -340,10 +340,15 @@ TEST_CASE("weight and parameter errors") {
     layer_named(b, "a")->params = kt::concat_params(0);
     expect_load_failure(r, b.serialize(), ErrorCode::kCorruptModel, {"'a'", "ConvolutionParam"});
   }
-  SUBCASE("weight dtype F16") {
+  SUBCASE("weight dtype I8 (not implemented)") {
+    ModelBuilder b = tiny_net();
+    b.model().weights[0]->dtype = fb::DType::I8;
+    expect_load_failure(r, b.serialize(), ErrorCode::kUnsupported, {"I8", "a/w"});
+  }
+  SUBCASE("F16 weight whose bytes are sized for fp32") {
     ModelBuilder b = tiny_net();
     b.model().weights[0]->dtype = fb::DType::F16;
-    expect_load_failure(r, b.serialize(), ErrorCode::kUnsupported, {"F16", "a/w"});
+    expect_load_failure(r, b.serialize(), ErrorCode::kCorruptModel, {"a/w", "halves"});
   }
 }
 

@@ -1,8 +1,11 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
+#include "core/half.h"
 #include "test_util.h"
 
 namespace {
@@ -75,6 +78,57 @@ TEST_SUITE("format") {
     CHECK(net.model_weight_bytes() == total);
     // Reference kernels read the model's own bytes: no second copy is kept.
     CHECK(net.weight_bytes() <= total + total / 20);
+  }
+
+  TEST_CASE("F16 weights load as the fp32 values they hold") {
+    // The same network twice: weights rounded to halves, stored as F32 and as F16.
+    kestrel::ModelBuilder f32 = kt::branch_net(), f16 = kt::branch_net();
+    size_t halves = 0;
+    for (size_t i = 0; i < f32.model().weights.size(); ++i) {
+      auto& w32 = *f32.model().weights[i];
+      auto& w16 = *f16.model().weights[i];
+      std::vector<uint16_t> h(w32.data.size() / sizeof(float));
+      for (size_t k = 0; k < h.size(); ++k) {
+        float v;
+        std::memcpy(&v, w32.data.data() + k * sizeof v, sizeof v);
+        h[k] = kestrel::float_to_half(v);
+        v = kestrel::half_to_float(h[k]);
+        std::memcpy(w32.data.data() + k * sizeof v, &v, sizeof v);
+      }
+      w16.dtype = kestrel::fb::DType::F16;
+      w16.data.assign(reinterpret_cast<const uint8_t*>(h.data()), reinterpret_cast<const uint8_t*>(h.data() + h.size()));
+      halves += h.size();
+    }
+    REQUIRE(halves > 0);
+    kestrel::Net a, b;
+    REQUIRE(kt::load(a, f32).ok());
+    REQUIRE(kt::load(b, f16).ok());
+    CHECK(b.model_weight_bytes() * 2 == a.model_weight_bytes());
+    const kestrel::Mat in = kt::random_input(a, "data", 5);
+    CHECK(kt::same_bits(run(a, in, "f"), run(b, in, "f")));
+  }
+
+  TEST_CASE("half conversion: rounding, subnormals, overflow, NaN") {
+    using kestrel::float_to_half;
+    using kestrel::half_to_float;
+    CHECK(float_to_half(1.f) == 0x3c00);
+    CHECK(float_to_half(-2.f) == 0xc000);
+    CHECK(float_to_half(65504.f) == 0x7bff);
+    CHECK(float_to_half(65520.f) == 0x7c00);  // rounds up past the largest half
+    CHECK(float_to_half(1e-8f) == 0);
+    CHECK(float_to_half(5.960464478e-8f) == 0x0001);  // the smallest subnormal
+    CHECK(half_to_float(0x0001) == 5.960464478e-8f);
+    CHECK(float_to_half(1.f + 1.f / 2048) == 0x3c00);  // a tie goes to even
+    CHECK(float_to_half(1.f + 3.f / 2048) == 0x3c02);
+    CHECK(half_to_float(0x7c00) == std::numeric_limits<float>::infinity());
+    CHECK(std::isnan(half_to_float(float_to_half(std::nanf("")))));
+    // Every half survives the round trip.
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+      const float f = half_to_float(static_cast<uint16_t>(h));
+      if (!std::isnan(f)) CHECK_MESSAGE(float_to_half(f) == h, "half " << h);
+      CHECK(kestrel::is_exact_half(f));
+    }
+    CHECK_FALSE(kestrel::is_exact_half(0.1f));
   }
 
   TEST_CASE("a failed load keeps the previous model") {

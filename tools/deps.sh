@@ -9,7 +9,7 @@
 #   kestrel_deps_packages core tests               # prints the packages, one a line
 #
 #   tools/demo.sh              core converters demo
-#   tools/test.sh              core converters tests testdata embed bench fuzz aarch64 armv7
+#   tools/test.sh              core converters tests testdata embed bench fuzz aarch64 armv7 realmodels
 #   tools/fuzz.sh              core converters tests fuzz
 #   tools/embed_check.sh       core converters tests embed
 #   tools/armv7_check.sh       core tests armv7
@@ -54,11 +54,16 @@ KESTREL_DEPS_fuzz=(clang libclang-rt-14-dev libomp-14-dev python3-numpy python3-
 KESTREL_DEPS_aarch64=(g++-aarch64-linux-gnu qemu-user llvm)
 # cmake/toolchain-armv7-linux-gnueabihf.cmake and tools/armv7_check.sh (qemu-arm, file).
 KESTREL_DEPS_armv7=(g++-arm-linux-gnueabihf qemu-user file)
-# Real models from the web (the TF.js converter path): Node.js and npm. No script
-# installs this group yet.
+# Real trained models and their reference (tools/realmodels.sh: npm pack / npm ci of
+# the TF.js packages; node runs TF.js): Node.js and npm. A Node.js from elsewhere
+# (NodeSource's nodejs bundles npm and conflicts with Debian's npm) counts: a package
+# whose command is already on PATH is not installed (KESTREL_DEPS_COMMAND).
 KESTREL_DEPS_realmodels=(nodejs npm)
 # tools/fresh_root_check.sh, on the host: mmdebstrap makes the bare Debian 12 root.
 KESTREL_DEPS_freshroot=(mmdebstrap)
+
+# Packages that a command on PATH stands for.
+declare -A KESTREL_DEPS_COMMAND=([nodejs]=node [npm]=npm)
 
 KESTREL_DEPS_GROUPS=(core converters demo tests testdata embed bench fuzz aarch64 armv7 realmodels freshroot)
 
@@ -84,6 +89,7 @@ kestrel_install_deps() {
   local pkgs missing=() p
   pkgs=$(kestrel_deps_packages "$@") || return
   for p in $pkgs; do
+    if [ -n "${KESTREL_DEPS_COMMAND[$p]:-}" ] && command -v "${KESTREL_DEPS_COMMAND[$p]}" >/dev/null; then continue; fi
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then

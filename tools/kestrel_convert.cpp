@@ -6,6 +6,9 @@
 //     --no-optimize                write the graph layer for layer, unoptimized
 //   kestrel-convert onnx MODEL.onnx OUT.kst [options]   (same options; symbolic dims
 //     need --input-shape)
+//   kestrel-convert tfjs MODEL.json OUT.kst [options] [--outputs NAME,...]   (a TF.js
+//     graph model; --input-shape takes the TF shape, 1,H,W,C; --outputs says where the
+//     graph is cut, by default where only post-processing ops follow)
 //   kestrel-convert kst MODEL.kst OUT.kst|OUT.h [--emit-c-array NAME]   (verifies an
 //     existing model and writes it again, or as a header)
 //   --emit-c-array NAME (any format): OUT is a C/C++ header holding the model bytes as
@@ -31,8 +34,10 @@
 #include "caffe/caffe_import.h"
 #include "graph/graph.h"
 #include "graph/optimize.h"
+#include "graph/shape_tracker.h"
 #include "kestrel/net.h"
 #include "onnx/onnx_import.h"
+#include "tfjs/tfjs_import.h"
 
 namespace {
 
@@ -46,13 +51,15 @@ constexpr int kExitUsage = 2;
 void print_usage(std::ostream& out) {
   out << "usage: kestrel-convert caffe NET.prototxt NET.caffemodel OUT.kst [options]\n"
          "       kestrel-convert onnx MODEL.onnx OUT.kst [options]\n"
+         "       kestrel-convert tfjs MODEL.json OUT.kst [options] [--outputs NAME,...]\n"
          "       kestrel-convert kst MODEL.kst OUT.kst [--emit-c-array NAME]\n"
          "options:\n"
          "  --emit-c-array NAME         write OUT as a C/C++ header: the model as a 64-byte\n"
          "                              aligned array NAME[] and its size NAME_size\n"
          "  --input-shape NAME=1,C,H,W  override a declared input shape (batch must be 1)\n"
          "  --meta KEY=VALUE            store metadata in the model (repeatable)\n"
-         "  --no-optimize               skip the graph optimizer\n";
+         "  --no-optimize               skip the graph optimizer\n"
+         "  --outputs NAME,...          tfjs: the tensors to cut the graph at\n";
 }
 
 struct Args {
@@ -61,6 +68,7 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> metadata;
   bool optimize = true;
   std::string c_array;  // --emit-c-array NAME; empty: write a .kst
+  std::vector<std::string> outputs;  // --outputs (tfjs)
 };
 
 // "NAME=1,3,224,224"; false when malformed.
@@ -92,7 +100,7 @@ bool is_c_identifier(const std::string& s) {
 bool parse_args(int argc, char** argv, Args* args) {
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    const bool takes_value = a == "--input-shape" || a == "--meta" || a == "--emit-c-array";
+    const bool takes_value = a == "--input-shape" || a == "--meta" || a == "--emit-c-array" || a == "--outputs";
     if (takes_value && i + 1 >= argc) {
       std::cerr << "kestrel-convert: " << a << " needs a value\n";
       return false;
@@ -117,6 +125,15 @@ bool parse_args(int argc, char** argv, Args* args) {
       args->c_array = argv[++i];
       if (!is_c_identifier(args->c_array)) {
         std::cerr << "kestrel-convert: --emit-c-array wants a C identifier, got '" << args->c_array << "'\n";
+        return false;
+      }
+    } else if (a == "--outputs") {
+      std::stringstream list(argv[++i]);
+      for (std::string name; std::getline(list, name, ',');) {
+        if (!name.empty()) args->outputs.push_back(name);
+      }
+      if (args->outputs.empty()) {
+        std::cerr << "kestrel-convert: --outputs wants NAME[,NAME...]\n";
         return false;
       }
     } else if (a == "--no-optimize") {
@@ -223,6 +240,13 @@ int optimize_and_write(kc::Graph& g, const Args& args, const std::string& out_pa
 
   std::printf("converted %s -> %s\n", source.c_str(), out_path.c_str());
   std::printf("  layers:  %zu imported, %zu written\n", imported, g.nodes.size());
+  auto shape_text = [&](const std::string& blob) {
+    std::string t;
+    for (int e : kc::extents(shapes.at(blob))) t += (t.empty() ? "" : ",") + std::to_string(e);
+    return "[" + t + "]";
+  };
+  for (const kc::GraphInput& in : g.inputs) std::printf("  input:   %s %s\n", in.name.c_str(), shape_text(in.name).c_str());
+  for (const std::string& o : g.outputs) std::printf("  output:  %s %s\n", o.c_str(), shape_text(o).c_str());
   if (!args.optimize) std::printf("  optimizer: skipped (--no-optimize)\n");
   for (const auto& [pass, count] : report.applied) std::printf("  %-40s %d\n", pass.c_str(), count);
   const size_t bytes = g.weight_bytes();
@@ -267,6 +291,25 @@ int convert_onnx(const Args& args) {
   return optimize_and_write(g, args, out, args.files[0], start);
 }
 
+int convert_tfjs(const Args& args) {
+  if (args.files.size() != 2) {
+    std::cerr << "kestrel-convert tfjs: expected MODEL.json OUT.kst, got " << args.files.size()
+              << " file argument(s)\n";
+    print_usage(std::cerr);
+    return kExitUsage;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string& out = args.files[1];
+  std::remove((out + ".tmp").c_str());
+  kc::TfjsImportOptions options;
+  options.input_shapes = args.input_shapes;
+  options.outputs = args.outputs;
+  kc::Graph g;
+  const Status s = kc::import_tfjs(args.files[0], options, &g);
+  if (!s.ok()) return fail(s);
+  return optimize_and_write(g, args, out, args.files[0], start);
+}
+
 // An existing .kst: Kestrel's own loader checks it (verifier, semantic checks, layer
 // preparation) before it is written again.
 int convert_kst(const Args& args) {
@@ -275,8 +318,8 @@ int convert_kst(const Args& args) {
     print_usage(std::cerr);
     return kExitUsage;
   }
-  if (!args.input_shapes.empty() || !args.metadata.empty() || !args.optimize) {
-    std::cerr << "kestrel-convert kst: --input-shape, --meta and --no-optimize apply to caffe and onnx only\n";
+  if (!args.input_shapes.empty() || !args.metadata.empty() || !args.optimize || !args.outputs.empty()) {
+    std::cerr << "kestrel-convert kst: --input-shape, --meta, --no-optimize and --outputs apply to imports only\n";
     return kExitUsage;
   }
   const std::string& in = args.files[0];
@@ -302,6 +345,7 @@ struct Format {
 constexpr Format kFormats[] = {
     {"caffe", convert_caffe},
     {"onnx", convert_onnx},
+    {"tfjs", convert_tfjs},
     {"kst", convert_kst},
 };
 

@@ -15,7 +15,10 @@
 
 #include "kestrel/image.h"
 #include "kestrel/net.h"
+#include "kestrel/tasks.h"
 #include "npy.h"
+#include "source_tensors.h"
+#include "task_report.h"
 
 namespace {
 
@@ -23,7 +26,8 @@ const char* kUsage =
     "usage: kestrel-run MODEL.kst [IMAGE...] [--top K] [--threads N] [--labels FILE]\n"
     "                   [--size WxH] [--mean a,b,c] [--norm a,b,c] [--order rgb|bgr|gray]\n"
     "                   [--task classify|detect] [--threshold T] [--draw OUT.jpg]\n"
-    "                   [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...]\n"
+    "                   [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...] [--kernels fast|ref]\n"
+    "                   [--json FILE] [--decode BLOB=FILE.npy ...]\n"
     "Each IMAGE (JPEG, PNG, BMP) is resized (bilinear) to the input size, converted to the\n"
     "channel order, and (x - mean) * norm is fed to the model's first input. Defaults come\n"
     "from the model's metadata: input_size (\"WxH\", else the model's input shape), mean,\n"
@@ -35,7 +39,14 @@ const char* kUsage =
     "(default 0.5) in image pixels, the first K of them when --top is given; --draw\n"
     "writes the image with the answer drawn.\n"
     "--input feeds inputs from .npy files (then an image is optional); --output writes a\n"
-    "blob to .npy (one image at most). Exit: 0 ok, 1 run-time error, 2 bad command line.\n";
+    "blob to .npy (one image at most); for a model converted from TF.js both are in the\n"
+    "source's layout (NHWC) and its pre-processing folded into mean/norm is applied to an\n"
+    "--input. --kernels ref runs the plain C++ reference kernels.\n"
+    "A model whose metadata task is pose, face or objects (kestrel/tasks.h) prints\n"
+    "keypoints, faces or objects in image pixels; --draw draws them, --json FILE writes\n"
+    "them; with --input tensors instead of an image they are in input pixels, and\n"
+    "--decode BLOB=FILE.npy ... decodes outputs computed elsewhere (the source's layout)\n"
+    "without running the model. Exit: 0 ok, 1 run-time error, 2 bad command line.\n";
 
 struct Args {
   std::string model;
@@ -47,7 +58,9 @@ struct Args {
   std::vector<float> mean, norm;
   bool has_mean = false, has_norm = false, has_threshold = false, has_top = false;
   float threshold = 0.5f;
-  std::vector<std::pair<std::string, std::string>> inputs, outputs;
+  std::vector<std::pair<std::string, std::string>> inputs, outputs, decode;
+  kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
+  std::string json;
 };
 
 int usage_error(const std::string& why) {
@@ -115,7 +128,8 @@ int parse(int argc, char** argv, Args* a, bool* help) {
       continue;
     }
     static const char* kFlags[] = {"--top",   "--threads", "--labels", "--size", "--mean",  "--norm",
-                                   "--order", "--task",    "--threshold", "--draw", "--input", "--output"};
+                                   "--order", "--task",    "--threshold", "--draw", "--input", "--output",
+                                   "--kernels", "--json", "--decode"};
     if (std::find(std::begin(kFlags), std::end(kFlags), f) == std::end(kFlags)) {
       return usage_error("unknown option '" + f + "'");
     }
@@ -146,13 +160,20 @@ int parse(int argc, char** argv, Args* a, bool* help) {
       a->draw = v;
     } else if (f == "--input") {
       ok = parse_pair(v, &a->inputs);
+    } else if (f == "--json") {
+      a->json = v;
+    } else if (f == "--decode") {
+      ok = parse_pair(v, &a->decode);
+    } else if (f == "--kernels") {
+      ok = v == "fast" || v == "ref";
+      a->kernels = v == "ref" ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
     } else {
       ok = parse_pair(v, &a->outputs);
     }
     if (!ok) return usage_error("bad value '" + v + "' for " + f);
   }
   if (a->model.empty()) return usage_error("no model given");
-  if (a->images.empty() && a->inputs.empty()) return usage_error("no image and no --input given");
+  if (a->images.empty() && a->inputs.empty() && a->decode.empty()) return usage_error("no image and no --input given");
   if (a->images.size() > 1 && (!a->outputs.empty() || !a->draw.empty())) {
     return usage_error("--output and --draw take one image, " + std::to_string(a->images.size()) + " given");
   }
@@ -223,6 +244,9 @@ class Runner {
  private:
   int configure_preprocessing();
   int classify(const std::vector<float>& out, kestrel::Image* img);
+  int run_task(const std::string& image);
+  int write_outputs(kestrel::Extractor& ex);
+  int read_decode_inputs(std::map<std::string, kestrel::Mat>* by_role);
   int detect(const kestrel::Mat& out, int img_w, int img_h, kestrel::Image* img);
 
   Args a_;
@@ -234,14 +258,23 @@ class Runner {
   std::vector<float> mean_, norm_;
   std::string order_, task_;
   std::vector<std::string> labels_;
+  std::optional<kestrel::Task> task_api_;  // a pose / face / objects model
   std::map<std::string, kestrel::Mat> npy_inputs_;
   std::vector<std::vector<float>> npy_data_;
 };
 
 int Runner::setup() {
   net_.option().num_threads = a_.threads;
+  net_.option().kernels = a_.kernels;
   kestrel::Status s = net_.load(a_.model);
   if (!s.ok()) return fail(s.message());
+  const std::string meta_task = net_.metadata("task");
+  if (meta_task == "pose" || meta_task == "face" || meta_task == "objects") {
+    task_api_.emplace();
+    if (!(s = task_api_->init(net_)).ok()) return fail(s.message());
+  } else if (!a_.decode.empty()) {
+    return fail("--decode needs a model whose metadata task is pose, face or objects");
+  }
   for (const auto& [name, path] : a_.inputs) {
     kestrel::Shape shape;
     s = net_.input_shape(name, &shape);
@@ -252,6 +285,23 @@ int Runner::setup() {
     if (arr.data.size() != shape.total()) {
       return fail("--input " + name + ": " + path + " holds " + std::to_string(arr.data.size()) +
                   " values, the input takes " + std::to_string(shape.total()));
+    }
+    kt::SourceTensor src;
+    if (kt::parse_source_tensor(net_.metadata("tf_input." + name), &src)) {
+      // The source's layout (NHWC) and, when it was folded, its own pre-processing.
+      arr.data = kt::reorder(src, arr.data, true);
+      if (net_.metadata("folded_preprocess") == name) {
+        std::vector<float> mean, norm;
+        if (!parse_floats(net_.metadata("mean"), &mean) || !parse_floats(net_.metadata("norm"), &norm) ||
+            mean.size() != norm.size() || mean.empty()) {
+          return fail("model metadata mean/norm of the folded pre-processing are malformed");
+        }
+        const size_t plane = shape.total() / static_cast<size_t>(shape.c);
+        for (size_t i = 0; i < arr.data.size(); ++i) {
+          const size_t c = mean.size() == 1 ? 0 : std::min(i / plane, mean.size() - 1);
+          arr.data[i] = (arr.data[i] - mean[c]) * norm[c];
+        }
+      }
     }
     kestrel::Mat m;
     if (!m.create(shape)) return fail("out of memory for input " + name);
@@ -347,6 +397,7 @@ std::string joined(const std::vector<float>& v) {
 }
 
 int Runner::run(const std::string& path) {
+  if (task_api_) return run_task(path);
   if (!ex_) ex_.emplace(net_.create_extractor());
   kestrel::Extractor& ex = *ex_;
   kestrel::Image img;
@@ -380,19 +431,7 @@ int Runner::run(const std::string& path) {
   if (s.ok()) s = ex.extract(out_names[0], out);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!s.ok()) return fail(s.message());
-  for (const auto& [name, file] : a_.outputs) {
-    kestrel::Mat m;
-    s = ex.extract(name, m);
-    if (!s.ok()) return fail("--output " + name + ": " + s.message());
-    std::vector<int> shape;
-    const std::vector<float> v = flatten(m, &shape);
-    size_t count = 1;
-    for (int d : shape) count *= static_cast<size_t>(d);
-    if (shape.empty() || v.size() != count) return fail("--output " + name + ": out of memory for its values");
-    const std::string why = kt::write_npy(file, shape, v.data());
-    if (!why.empty()) return fail("--output " + name + ": " + why);
-    std::printf("output   %s -> %s\n", name.c_str(), file.c_str());
-  }
+  if (int rc = write_outputs(ex)) return rc;
   std::printf("latency  %.2f ms (%s, %d thread%s)\n", ms, out_names[0].c_str(), a_.threads,
               a_.threads == 1 ? "" : "s");
   kestrel::Image* canvas = a_.draw.empty() ? nullptr : &img;
@@ -415,6 +454,113 @@ int Runner::run(const std::string& path) {
     std::printf("drawn    %s\n", a_.draw.c_str());
   }
   return rc;
+}
+
+// --output: blobs to .npy, in the source's layout when the model records one.
+int Runner::write_outputs(kestrel::Extractor& ex) {
+  for (const auto& [name, file] : a_.outputs) {
+    kestrel::Mat m;
+    kestrel::Status s = ex.extract(name, m);
+    if (!s.ok()) return fail("--output " + name + ": " + s.message());
+    std::vector<int> shape;
+    std::vector<float> v = flatten(m, &shape);
+    size_t count = 1;
+    for (int d : shape) count *= static_cast<size_t>(d);
+    if (shape.empty() || v.size() != count) return fail("--output " + name + ": out of memory for its values");
+    kt::SourceTensor src;
+    if (kt::parse_source_tensor(net_.metadata("tf_output." + name), &src)) {
+      v = kt::reorder(src, v, false);
+      shape = src.dims;
+    }
+    const std::string why = kt::write_npy(file, shape, v.data());
+    if (!why.empty()) return fail("--output " + name + ": " + why);
+    std::printf("output   %s -> %s\n", name.c_str(), file.c_str());
+  }
+  return 0;
+}
+
+// --decode BLOB=FILE.npy: a role's tensor from a file in the source's layout.
+int Runner::read_decode_inputs(std::map<std::string, kestrel::Mat>* by_role) {
+  for (const auto& [role, blob] : task_api_->roles()) {
+    const auto given = std::find_if(a_.decode.begin(), a_.decode.end(), [&](const auto& p) { return p.first == blob; });
+    if (given == a_.decode.end()) return fail("--decode: no file for output '" + blob + "' (role " + role + ")");
+    kt::NpyArray arr;
+    const std::string why = kt::read_npy(given->second, &arr);
+    if (!why.empty()) return fail("--decode " + blob + ": " + why);
+    kt::SourceTensor src;
+    std::vector<int> dims = arr.shape;
+    if (kt::parse_source_tensor(net_.metadata("tf_output." + blob), &src)) {
+      if (src.dims != arr.shape) return fail("--decode " + blob + ": " + given->second + " is not the output's shape");
+      arr.data = kt::reorder(src, arr.data, true);
+      const size_t r = dims.size();
+      if (src.nhwc) dims = {dims[r - 1], dims[r - 3], dims[r - 2]};
+    }
+    while (dims.size() > 1 && dims[0] == 1) dims.erase(dims.begin());
+    if (dims.size() > 3) return fail("--decode " + blob + ": more than 3 dims");
+    const kestrel::Shape shape = dims.size() == 1   ? kestrel::Shape::make1(dims[0])
+                                 : dims.size() == 2 ? kestrel::Shape::make2(dims[1], dims[0])
+                                                    : kestrel::Shape::make3(dims[2], dims[1], dims[0]);
+    kestrel::Mat m;
+    if (!m.create(shape)) return fail("out of memory for --decode " + blob);
+    const size_t plane = static_cast<size_t>(m.w) * m.h;
+    for (int q = 0; q < m.c; ++q) std::copy_n(arr.data.data() + q * plane, plane, m.channel(q));
+    (*by_role)[role] = m;
+  }
+  return 0;
+}
+
+// A pose / face / objects model: the task API does the pre-processing (from an image)
+// and the decoding; from tensors (--input, --decode) results are in input pixels.
+int Runner::run_task(const std::string& path) {
+  if (!ex_) ex_.emplace(net_.create_extractor());
+  kestrel::Extractor& ex = *ex_;
+  const kestrel::Task& task = *task_api_;
+  kestrel::TaskResult r;
+  kestrel::Image img;
+  kestrel::Preprocess input_pixels;
+  kestrel::Shape in_shape;
+  if (!net_.input_shape(net_.input_names()[0], &in_shape).ok()) return fail("the model has no input shape");
+  input_pixels.image_w = input_pixels.input_w = in_shape.w;
+  input_pixels.image_h = input_pixels.input_h = in_shape.h;
+  kestrel::Status s;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!a_.decode.empty()) {
+    std::map<std::string, kestrel::Mat> by_role;
+    if (int rc = read_decode_inputs(&by_role)) return rc;
+    s = task.decode(by_role, input_pixels, &r);
+  } else if (!path.empty()) {
+    if (!(s = kestrel::load_image(path, &img)).ok()) return fail(s.message());
+    s = task.run(ex, img, &r);
+  } else {
+    std::map<std::string, kestrel::Mat> by_role;
+    for (const auto& [name, m] : npy_inputs_) {
+      if (s.ok()) s = ex.input(name, m);
+    }
+    for (const auto& [role, blob] : task.roles()) {
+      if (s.ok()) s = ex.extract(blob, by_role[role]);
+    }
+    if (s.ok()) s = task.decode(by_role, input_pixels, &r);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.ok()) return fail(s.message());
+  if (a_.decode.empty()) {
+    if (int rc = write_outputs(ex)) return rc;
+    std::printf("latency  %.2f ms (pre-processing, inference and decoding; %d thread%s)\n", ms, a_.threads,
+                a_.threads == 1 ? "" : "s");
+  }
+  kt::print_task_result(r);
+  if (!a_.json.empty()) {
+    std::ofstream f(a_.json, std::ios::binary | std::ios::trunc);
+    f << kt::task_result_json(r, path, ms);
+    if (!f.flush()) return fail("cannot write " + a_.json);
+    std::printf("json     %s\n", a_.json.c_str());
+  }
+  if (!a_.draw.empty()) {
+    kt::draw_task_result(img, r, 0.3f);
+    if (!(s = kestrel::save_image(a_.draw, img)).ok()) return fail(s.message());
+    std::printf("drawn    %s\n", a_.draw.c_str());
+  }
+  return 0;
 }
 
 const kestrel::Color kBoxColors[] = {{230, 25, 75}, {60, 180, 75}, {255, 225, 25}, {0, 130, 200},

@@ -1,7 +1,8 @@
-// Minimal NumPy .npy reader and writer for little-endian float32 C-order arrays (what
+// Minimal NumPy .npy reader and writer for little-endian float32 (and, read, int32) C-order arrays (what
 // tests/torch/gen_cases.py writes, what kestrel-run --output writes).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ inline std::string read_npy(const std::string& path, NpyArray* out) {
   for (int i = len_bytes - 1; i >= 0; --i) header_len = header_len * 256 + b[i];
   std::string header(header_len, '\0');
   if (!f.read(&header[0], header_len)) return path + ": truncated header";
-  if (header.find("'<f4'") == std::string::npos) return path + ": dtype is not little-endian float32";
+  // int32 (an integer image, as TF.js models take) is read as float.
+  const bool i4 = header.find("'<i4'") != std::string::npos;
+  if (header.find("'<f4'") == std::string::npos && !i4) return path + ": dtype is not little-endian float32 or int32";
   if (header.find("'fortran_order': False") == std::string::npos) return path + ": not C order";
   const size_t open = header.find('(', header.find("'shape'"));
   const size_t close = header.find(')', open);
@@ -46,6 +49,13 @@ inline std::string read_npy(const std::string& path, NpyArray* out) {
   out->data.resize(count);
   if (count && !f.read(reinterpret_cast<char*>(out->data.data()), static_cast<std::streamsize>(count * 4))) {
     return path + ": truncated data";
+  }
+  if (i4) {
+    for (float& v : out->data) {
+      int32_t k;
+      std::memcpy(&k, &v, sizeof k);
+      v = static_cast<float>(k);
+    }
   }
   return std::string();
 }

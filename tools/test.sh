@@ -23,8 +23,9 @@ source tools/deps.sh
 KESTREL_STOP=$(kestrel_stop_flag "${1:-}")
 [ -z "$KESTREL_STOP" ] || shift
 # Every group the stages' builds need (the layer cases take their expected outputs from
-# PyTorch and OpenCV, Debian's: testdata).
-kestrel_install_deps core converters tests testdata embed bench fuzz aarch64 armv7
+# PyTorch and OpenCV, Debian's: testdata; the TF.js models theirs from TF.js under
+# Node.js: realmodels).
+kestrel_install_deps core converters tests testdata embed bench fuzz aarch64 armv7 realmodels
 kestrel_stop_after deps
 JOBS=$(kestrel_jobs)
 stage() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/half.h"
 #include "core/net_impl.h"
 
 namespace kestrel::convert {
@@ -44,7 +45,7 @@ void Graph::erase_nodes(const std::vector<bool>& remove) {
 size_t Graph::weight_bytes() const {
   size_t b = 0;
   for (const Node& n : nodes) {
-    for (const Tensor& t : n.weights) b += t.data.size() * sizeof(float);
+    for (const Tensor& t : n.weights) b += t.data.size() * (t.half ? sizeof(uint16_t) : sizeof(float));
   }
   return b;
 }
@@ -55,7 +56,16 @@ ModelBuilder to_builder(const Graph& g) {
   for (const Node& n : g.nodes) {
     std::vector<uint32_t> w;
     for (size_t i = 0; i < n.weights.size(); ++i) {
-      w.push_back(b.add_weight(n.name + "/w" + std::to_string(i), n.weights[i].shape, n.weights[i].data));
+      const Tensor& t = n.weights[i];
+      const std::string name = n.name + "/w" + std::to_string(i);
+      const bool half = t.half && std::all_of(t.data.begin(), t.data.end(), is_exact_half);
+      if (!half) {
+        w.push_back(b.add_weight(name, t.shape, t.data));
+        continue;
+      }
+      std::vector<uint16_t> h(t.data.size());
+      std::transform(t.data.begin(), t.data.end(), h.begin(), float_to_half);
+      w.push_back(b.add_weight_f16(name, t.shape, h));
     }
     b.add_layer(n.type, n.name, n.inputs, n.outputs, n.params, w);
   }

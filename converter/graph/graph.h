@@ -19,6 +19,9 @@ namespace kestrel::convert {
 struct Tensor {
   std::vector<int> shape;
   std::vector<float> data;
+  // The source stored these values as fp16: written as F16 while every value is still
+  // exactly a half (a pass that changes them, e.g. BatchNorm folding, makes it fp32).
+  bool half = false;
 };
 
 struct Node {
@@ -54,7 +57,8 @@ struct Graph {
   size_t weight_bytes() const;
 };
 
-// Serializes the graph (every node becomes a layer, weights fp32).
+// Serializes the graph (every node becomes a layer; weights fp32, or F16 where
+// Tensor::half holds).
 ModelBuilder to_builder(const Graph& g);
 
 // Loads the serialized graph with Kestrel's own loader (the same verification and

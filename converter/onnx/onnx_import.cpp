@@ -14,6 +14,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
+#include "graph/shape_tracker.h"
 #include "onnx/onnx_ops.h"
 
 namespace kestrel::convert {
@@ -33,13 +34,11 @@ class Importer {
  private:
   Status declare_input(const onnx::ValueInfoProto& v);
   Status convert_node(const onnx::NodeProto& n, int opset);
-  Status infer_new_nodes();
 
   const OnnxImportOptions& options_;
   Graph& g_;
   std::set<std::string> taken_;  // every name in the model, and the intermediates made
-  std::map<std::string, std::vector<int>> shapes_;  // Kestrel shapes of the blobs inferred so far
-  size_t shapes_for_nodes_ = 0;                      // the nodes inferred so far
+  ShapeTracker shapes_;
 };
 
 std::string Importer::unique_blob(const std::string& base) {
@@ -49,54 +48,14 @@ std::string Importer::unique_blob(const std::string& base) {
   return name;
 }
 
-// A Kestrel shape's extents, outermost first.
-std::vector<int> extents(const Shape& s) {
-  switch (s.dims) {
-    case 1: return {s.w};
-    case 2: return {s.h, s.w};
-    case 3: return {s.c, s.h, s.w};
-    default: return {s.c, s.d, s.h, s.w};
-  }
-}
-
 Status Importer::shape(const std::string& blob, std::vector<int64_t>* dims) {
   const auto layout = blobs.find(blob);
   if (layout == blobs.end()) return Status(ErrorCode::kInternal, "'" + blob + "' is not a run-time blob");
-  if (!shapes_.count(blob) && shapes_for_nodes_ < g_.nodes.size()) {
-    Status s = infer_new_nodes();
-    if (!s.ok()) return s;
-  }
-  const auto it = shapes_.find(blob);
-  if (it == shapes_.end()) return Status(ErrorCode::kInternal, "no shape for blob '" + blob + "'");
+  std::vector<int> ext;
+  Status s = shapes_.get(g_, blob, &ext);
+  if (!s.ok()) return s;
   dims->assign(layout->second ? 1 : 0, 1);
-  for (int e : it->second) dims->push_back(e);
-  return Status::Ok();
-}
-
-// Kestrel's own shape inference over the nodes added since the last call, their other
-// inputs declared with the shapes known so far: each node is inferred once.
-Status Importer::infer_new_nodes() {
-  Graph sub;
-  std::set<std::string> made;
-  for (size_t i = shapes_for_nodes_; i < g_.nodes.size(); ++i) {
-    const Node& n = g_.nodes[i];
-    for (const std::string& in : n.inputs) {
-      auto named = [&](const GraphInput& d) { return d.name == in; };
-      if (made.count(in) || std::any_of(sub.inputs.begin(), sub.inputs.end(), named)) continue;
-      const auto known = shapes_.find(in);
-      if (known == shapes_.end()) return Status(ErrorCode::kInternal, "no shape for blob '" + in + "'");
-      sub.inputs.push_back(GraphInput{in, known->second});
-    }
-    sub.nodes.push_back(n);
-    made.insert(n.outputs.begin(), n.outputs.end());
-    // Kestrel's loader wants declared outputs: every blob serves for this purpose.
-    sub.outputs.insert(sub.outputs.end(), n.outputs.begin(), n.outputs.end());
-  }
-  std::map<std::string, Shape> inferred;
-  Status s = infer_shapes(sub, &inferred);
-  if (!s.ok()) return s.with_context("inferring the shapes of the nodes before it");
-  for (const auto& [name, shape] : inferred) shapes_[name] = extents(shape);
-  shapes_for_nodes_ = g_.nodes.size();
+  for (int e : ext) dims->push_back(e);
   return Status::Ok();
 }
 
@@ -142,7 +101,7 @@ Status Importer::declare_input(const onnx::ValueInfoProto& v) {
     return Status(ErrorCode::kUnsupported, what + ": " + s.message() + hint);
   }
   g_.inputs.push_back(GraphInput{v.name(), kestrel_dims(dims, batched)});
-  shapes_[v.name()] = g_.inputs.back().shape;
+  shapes_.set(v.name(), g_.inputs.back().shape);
   blobs[v.name()] = batched;
   return Status::Ok();
 }

@@ -25,6 +25,8 @@ class ModelBuilder {
   void add_output(const std::string& blob);
   // Adds an fp32 weight tensor and returns its index for add_layer().
   uint32_t add_weight(const std::string& name, const std::vector<int>& shape, const std::vector<float>& data);
+  // Adds a weight tensor stored as IEEE halves (DType F16; the loader widens it to fp32).
+  uint32_t add_weight_f16(const std::string& name, const std::vector<int>& shape, const std::vector<uint16_t>& data);
   // Adds a layer. Blobs are referred to by name and created on first mention.
   void add_layer(const std::string& type, const std::string& name, const std::vector<std::string>& bottoms,
                  const std::vector<std::string>& tops, fb::LayerParamsUnion params = {},

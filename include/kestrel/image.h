@@ -82,6 +82,11 @@ struct Color {
 // the colour's luma, RGBA images an opaque colour. Does nothing on an inconsistent Image.
 void draw_rectangle(Image& img, int x0, int y0, int x1, int y1, Color color, int thickness);
 
+// A line from (x0, y0) to (x1, y1), `thickness` pixels wide (< 1 counts as 1), and a
+// filled disc; clipped like draw_rectangle (pose skeletons, landmarks).
+void draw_line(Image& img, int x0, int y0, int x1, int y1, Color color, int thickness);
+void draw_circle(Image& img, int cx, int cy, int radius, Color color);
+
 // Draws `text` (ASCII, '\n' starts a new line) with its top-left corner at (x, y) in
 // stb_easy_font's bitmap font, each font pixel a scale x scale block (scale < 1 counts
 // as 1). Clipped like draw_rectangle; only the first 4096 characters are drawn.

@@ -48,6 +48,18 @@ uint32_t ModelBuilder::add_weight(const std::string& name, const std::vector<int
   return static_cast<uint32_t>(model_.weights.size() - 1);
 }
 
+uint32_t ModelBuilder::add_weight_f16(const std::string& name, const std::vector<int>& shape,
+                                      const std::vector<uint16_t>& data) {
+  auto w = std::make_unique<fb::WeightT>();
+  w->name = name;
+  w->dtype = fb::DType::F16;
+  w->shape = shape;
+  w->data.resize(data.size() * sizeof(uint16_t));
+  if (!data.empty()) std::memcpy(w->data.data(), data.data(), w->data.size());
+  model_.weights.push_back(std::move(w));
+  return static_cast<uint32_t>(model_.weights.size() - 1);
+}
+
 void ModelBuilder::add_layer(const std::string& type, const std::string& name,
                              const std::vector<std::string>& bottoms, const std::vector<std::string>& tops,
                              fb::LayerParamsUnion params, const std::vector<uint32_t>& weights) {

@@ -390,6 +390,31 @@ void draw_rectangle(Image& img, int x0, int y0, int x1, int y1, Color color, int
   fill_rect(img, bx - lo, ay - lo, bx - lo + t - 1, by - lo + t - 1, color);  // right
 }
 
+void draw_circle(Image& img, int cx, int cy, int radius, Color color) {
+  if (!consistent(img) || radius < 0) return;
+  const long long r = std::min(radius, 1 << 20), r2 = r * r;
+  for (long long dy = -r; dy <= r; ++dy) {
+    long long half = 0;
+    while ((half + 1) * (half + 1) + dy * dy <= r2) ++half;
+    fill_rect(img, cx - half, cy + dy, cx + half, cy + dy, color);
+  }
+}
+
+void draw_line(Image& img, int x0, int y0, int x1, int y1, Color color, int thickness) {
+  if (!consistent(img)) return;
+  // Clip the walk to the image grown by the pen (anything further away draws nothing).
+  const long long t = std::max(thickness, 1), pad = t;
+  const double dx = static_cast<double>(x1) - x0, dy = static_cast<double>(y1) - y0;
+  const double len = std::max(std::abs(dx), std::abs(dy));
+  const long long steps = static_cast<long long>(std::min(len, 4.0 * (img.w + img.h + 2 * pad)));
+  for (long long i = 0; i <= steps; ++i) {
+    const double f = steps == 0 ? 0.0 : static_cast<double>(i) / static_cast<double>(steps);
+    const long long x = std::llround(x0 + dx * f), y = std::llround(y0 + dy * f);
+    if (x < -pad || y < -pad || x > img.w + pad || y > img.h + pad) continue;
+    fill_rect(img, x - (t - 1) / 2, y - (t - 1) / 2, x + t / 2, y + t / 2, color);
+  }
+}
+
 void draw_text(Image& img, int x, int y, const std::string& text, Color color, int scale) {
   if (!consistent(img) || text.empty()) return;
   const long long s = std::max(scale, 1);

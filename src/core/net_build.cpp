@@ -6,6 +6,7 @@
 
 #include "core/checked_math.h"
 #include "core/guard.h"
+#include "core/half.h"
 #include "core/net_fuse.h"
 #include "core/net_layout.h"
 #include "core/net_impl.h"
@@ -120,7 +121,8 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
   for (size_t i = 0; i < m.weights()->size(); ++i) {
     const fb::Weight* w = m.weights()->Get(static_cast<flatbuffers::uoffset_t>(i));
     const std::string what = "weight #" + std::to_string(i) + " " + quoted(w->name());
-    if (w->dtype() != fb::DType::F32) {
+    const bool half = w->dtype() == fb::DType::F16;
+    if (w->dtype() != fb::DType::F32 && !half) {
       return Status(ErrorCode::kUnsupported,
                     what + ": dtype " + std::string(fb::EnumNameDType(w->dtype())) + " is not supported yet");
     }
@@ -134,14 +136,28 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
       v.shape.push_back(d);
     }
     size_t bytes = 0;
-    if (!checked_mul({count, sizeof(float)}, &bytes) || bytes != w->data()->size()) {
+    const size_t element = half ? sizeof(uint16_t) : sizeof(float);
+    if (!checked_mul({count, element}, &bytes) || bytes != w->data()->size()) {
       return corrupt(what + ": data has " + std::to_string(w->data()->size()) + " bytes, shape needs " +
-                     std::to_string(count) + " floats");
+                     std::to_string(count) + (half ? " halves" : " floats"));
     }
     if (reinterpret_cast<uintptr_t>(w->data()->data()) % kAlignment != 0) {
       return corrupt(what + ": data is not 64-byte aligned");
     }
-    v.data = reinterpret_cast<const float*>(w->data()->data());
+    if (half) {
+      // The layers read fp32: widen once, kept for the Net's lifetime.
+      net.widened_weights.emplace_back(count);
+      std::vector<float>& wide = net.widened_weights.back();
+      const uint8_t* src = w->data()->data();
+      for (size_t k = 0; k < count; ++k) {
+        uint16_t h;
+        std::memcpy(&h, src + k * sizeof h, sizeof h);
+        wide[k] = half_to_float(h);
+      }
+      v.data = wide.data();
+    } else {
+      v.data = reinterpret_cast<const float*>(w->data()->data());
+    }
     v.count = count;
     net.model_weight_bytes += bytes;
     views->push_back(std::move(v));

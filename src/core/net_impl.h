@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,8 @@ struct NetImpl {
 
   size_t max_workspace_bytes = 0;
   size_t max_workspace_per_thread_bytes = 0;
+  // F16 weights of the model widened to fp32 (a deque: WeightViews point into them).
+  std::deque<std::vector<float>> widened_weights;
   size_t model_weight_bytes = 0;
   size_t packed_weight_bytes = 0;
 

@@ -23,11 +23,16 @@ class Interp final : public Layer {
     if (!p) return corrupt("missing InterpParam");
     mode_ = p->mode();
     align_corners_ = p->align_corners();
+    coords_ = p->coords();
     size_[0] = p->output_h(), size_[1] = p->output_w();
     scale_[0] = p->scale_h(), scale_[1] = p->scale_w();
     layer_util::ParamCheck check;
     check.require(mode_ == fb::InterpMode::Nearest || mode_ == fb::InterpMode::Bilinear,
                   [&] { return "unknown interpolation mode " + std::to_string(static_cast<int>(mode_)); });
+    check.require(coords_ >= fb::InterpCoords::MIN && coords_ <= fb::InterpCoords::MAX,
+                  [&] { return "unknown coordinate mapping " + std::to_string(static_cast<int>(coords_)); });
+    check.require(coords_ == fb::InterpCoords::PyTorch || !align_corners_,
+                  [] { return std::string("coords other than PyTorch need align_corners false"); });
     const char* names[2][2] = {{"output_h", "scale_h"}, {"output_w", "scale_w"}};
     for (int a = 0; a < 2; ++a) {
       check.non_negative(names[a][0], size_[a]);
@@ -97,13 +102,16 @@ class Interp final : public Layer {
     Tap t;
     if (mode_ == fb::InterpMode::Nearest) {
       const float scale = static_cast<float>(in) / static_cast<float>(out);
-      t.lo = t.hi = std::min(static_cast<int>(std::floor(static_cast<float>(i) * scale)), in - 1);
+      const float at = coords_ == fb::InterpCoords::HalfPixel ? static_cast<float>(i) + 0.5f : static_cast<float>(i);
+      t.lo = t.hi = std::min(static_cast<int>(std::floor(at * scale)), in - 1);
       return t;
     }
     float src = 0.f;
     if (align_corners_) {
       const float scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.f;
       src = scale * static_cast<float>(i);
+    } else if (coords_ == fb::InterpCoords::Asymmetric) {
+      src = static_cast<float>(in) / static_cast<float>(out) * static_cast<float>(i);
     } else {
       const float scale = static_cast<float>(in) / static_cast<float>(out);
       src = std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.f);
@@ -116,6 +124,7 @@ class Interp final : public Layer {
 
   fb::InterpMode mode_ = fb::InterpMode::Nearest;
   bool align_corners_ = false;
+  fb::InterpCoords coords_ = fb::InterpCoords::PyTorch;
   int size_[2] = {0, 0};       // h, w
   float scale_[2] = {0.f, 0.f};
   std::vector<Tap> taps_[2];   // prepared: per output row, per output column
