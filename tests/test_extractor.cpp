@@ -25,9 +25,21 @@ TEST_SUITE("extractor") {
     kestrel::Mat b, f, again;
     CHECK(layers_run(ex, "b", &b) == std::vector<std::string>{"a", "b"});
     const kestrel::Mat b_copy = b.clone();
-    // Light mode freed a once b was done with it, so f recomputes it; b is reused.
-    CHECK(layers_run(ex, "f", &f) == std::vector<std::string>{"a", "c", "d", "e", "f"});
+    // a also feeds c, on the way to the declared output f: light mode kept it, so f
+    // does not compute it again; b is reused.
+    CHECK(layers_run(ex, "f", &f) == std::vector<std::string>{"c", "d", "e", "f"});
     CHECK(layers_run(ex, "f", &again).empty());
+    // b is no declared output: computing f alone freed a and b once d and c had read
+    // them, and b needs both again.
+    {
+      kestrel::Extractor ex2 = net.create_extractor();
+      REQUIRE(ex2.input("data", in).ok());
+      kestrel::Mat f2, b2;
+      CHECK(layers_run(ex2, "f", &f2).size() == 6);
+      CHECK(layers_run(ex2, "b", &b2) == std::vector<std::string>{"a", "b"});
+      CHECK(kt::same_bits(f2, f));
+      CHECK(kt::same_bits(b2, b_copy));
+    }
     CHECK(again.data == f.data);
     // The user's b was neither freed nor overwritten by the later layers.
     CHECK(kt::same_bits(b, b_copy));

@@ -20,7 +20,9 @@ struct Option {
   // Worker threads per Extractor; 0 means all CPUs OpenMP sees.
   int num_threads = 0;
   // Free a feature map as soon as its last consumer has run (kNone and kPool; kPlan
-  // always reuses by lifetime).
+  // always reuses by lifetime). The layers on the way to declared outputs not yet
+  // extracted count as consumers: extracting a multi-output net's outputs one after
+  // the other computes its trunk once.
   bool light_mode = true;
   MemoryStrategy memory = MemoryStrategy::kPool;
   KernelSet kernels = KernelSet::kFast;

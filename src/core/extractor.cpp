@@ -132,6 +132,23 @@ Status ExtractorImpl::mark_needed(const std::vector<int>& targets) {
       if (blobs_[bottom].data == nullptr) stack_.push_back(bottom);
     }
   }
+  // The layers that later extracts of the other declared outputs will run count as
+  // consumers too: light mode keeps what they read (a multi-output net's trunk) instead
+  // of freeing it and computing it again for the next output.
+  for (int o : net_->outputs) {
+    if (blobs_[o].data == nullptr && !is_target(o, targets)) stack_.push_back(o);
+  }
+  while (!stack_.empty()) {
+    const int b = stack_.back();
+    stack_.pop_back();
+    const int p = net_->producer[b];
+    if (p < 0 || needed_[p]) continue;
+    needed_[p] = 2;  // not run now
+    for (int bottom : net_->layers[p].bottoms) {
+      ++remaining_[bottom];
+      if (blobs_[bottom].data == nullptr) stack_.push_back(bottom);
+    }
+  }
   return Status::Ok();
 }
 
@@ -316,7 +333,7 @@ Status ExtractorImpl::run(const std::vector<int>& targets) {
   if (!cpus_.empty() && !(s = pin.pin(cpus_, threads)).ok()) return s;
   try {
     for (int li : net_->order) {
-      if (!needed_[li]) continue;
+      if (needed_[li] != 1) continue;
       s = run_layer(li, targets, threads);
       if (!s.ok()) {
         // Leave a clean state: the next extract recomputes from the inputs.
