@@ -149,7 +149,7 @@ inline double ref_activation(AT t, double x, double a, double b) {
     case AT::Sigmoid: return 1 / (1 + std::exp(-x));
     case AT::TanH: return std::tanh(x);
     case AT::HardSigmoid: return std::clamp(a * x + b, 0.0, 1.0);
-    case AT::HardSwish: return x * std::clamp(x + 3, 0.0, 6.0) / 6;
+    case AT::HardSwish: return a == 0 ? x * std::clamp(x + 3, 0.0, 6.0) / 6 : x * a * std::clamp(x + 3, 0.0, 6.0);
     case AT::SiLU: return x / (1 + std::exp(-x));
     case AT::ELU: return x > 0 ? x : a * (std::exp(x) - 1);
     case AT::GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));

@@ -46,6 +46,12 @@ std::vector<ActivationSpec> all_activations() {
     }
     v.push_back(a);
   }
+  // HardSwish as TensorFlow graphs write it: (x * alpha) * clamp(x + 3, 0, 6), alpha
+  // their fp16 1/6.
+  ActivationSpec tf_swish;
+  tf_swish.type = ActivationType::HardSwish;
+  tf_swish.alpha = 0.1666259765625f;
+  v.push_back(tf_swish);
   return v;
 }
 

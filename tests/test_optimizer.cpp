@@ -151,6 +151,49 @@ TEST_CASE("fuse: every activation type into a Convolution") {
   }
 }
 
+TEST_CASE("fuse: hard-swish written as (x * k) * Clip(x + 3, 0, 6) becomes one HardSwish") {
+  auto scalar_op = [](fb::BinaryOpType op, float v, AT act = AT::None) {
+    fb::BinaryOpParamT p;
+    p.op = op;
+    p.with_scalar = true;
+    p.scalar = v;
+    if (act != AT::None) p.activation = ot::act(act, 0.f, 6.f);
+    return params(std::move(p));
+  };
+  fb::BinaryOpParamT mul;
+  mul.op = fb::BinaryOpType::Mul;
+  for (float k : {1.f / 6.f, 0.1666259765625f}) {
+    CAPTURE(k);
+    GraphMaker m;
+    m.input("data", {4, 5, 5});
+    m.conv("conv", "data", 4, 4, 3);
+    m.node("BinaryOp", "scale", {"conv"}, scalar_op(fb::BinaryOpType::Mul, k));
+    m.node("BinaryOp", "shift", {"conv"}, scalar_op(fb::BinaryOpType::Add, 3.f, AT::Clip));
+    m.node("BinaryOp", "swish", {"shift", "scale"}, params(fb::BinaryOpParamT(mul)));
+    m.output("swish");
+    const Graph g = apply(fuse_hard_swish, m.g, 2);
+    REQUIRE(types(g) == std::vector<std::string>{"Convolution", "Activation"});
+    const fb::ActivationT& a = *g.nodes[1].params.AsActivationParam()->activation;
+    CHECK(a.type == AT::HardSwish);
+    CHECK(a.alpha == (k == 1.f / 6.f ? 0.f : k));
+    CHECK(g.nodes[1].inputs == std::vector<std::string>{"conv"});
+    CHECK(g.nodes[1].outputs == std::vector<std::string>{"swish"});
+  }
+  SUBCASE("left alone when a part is read elsewhere or is not the pattern") {
+    GraphMaker m;
+    m.input("data", {4, 5, 5});
+    m.conv("conv", "data", 4, 4, 3);
+    m.node("BinaryOp", "scale", {"conv"}, scalar_op(fb::BinaryOpType::Mul, 1.f / 6.f));
+    m.node("BinaryOp", "shift", {"conv"}, scalar_op(fb::BinaryOpType::Add, 2.f, AT::Clip));  // not + 3
+    m.node("BinaryOp", "swish", {"shift", "scale"}, params(fb::BinaryOpParamT(mul)));
+    m.node("BinaryOp", "scale2", {"conv"}, scalar_op(fb::BinaryOpType::Mul, 1.f / 6.f));
+    m.node("BinaryOp", "shift2", {"conv"}, scalar_op(fb::BinaryOpType::Add, 3.f, AT::Clip));
+    m.node("BinaryOp", "swish2", {"shift2", "scale2"}, params(fb::BinaryOpParamT(mul)));
+    m.output("swish").output("swish2").output("scale2");  // scale2 is seen by the user
+    apply(fuse_hard_swish, m.g, 0);
+  }
+}
+
 TEST_CASE("fuse: into Deconvolution, InnerProduct, Eltwise and BinaryOp") {
   GraphMaker m;
   m.input("data", {4, 4, 4});
@@ -429,8 +472,9 @@ TEST_CASE("optimize: MobileNet-like chain ending in a Softmax graph output (Caff
   OptimizeReport r;
   const Status s = optimize(g, &r);
   REQUIRE_MESSAGE(s.ok(), s.message());
-  CHECK(r.applied.size() == 5);
+  CHECK(r.applied.size() == 6);
   CHECK(applied(r, "remove_identity") == 1);
+  CHECK(applied(r, "fuse_hard_swish") == 0);
   CHECK(applied(r, "fold_batchnorm_scale") == 10);
   CHECK(applied(r, "fuse_activation") == 5);
   // The 1x1 classifier stays a Convolution: as an InnerProduct, "prob" would become

@@ -355,6 +355,57 @@ int fuse_activation(Graph& g) {
   return removals.count();
 }
 
+namespace {
+
+// A BinaryOp of one blob and a scalar: its op, scalar and fused activation.
+const fb::BinaryOpParamT* scalar_op(const Node& n, fb::BinaryOpType op) {
+  const fb::BinaryOpParamT* p = n.type == "BinaryOp" ? n.params.AsBinaryOpParam() : nullptr;
+  return p && p->op == op && p->with_scalar && n.inputs.size() == 1 && n.weights.empty() ? p : nullptr;
+}
+
+}  // namespace
+
+int fuse_hard_swish(Graph& g) {
+  Removals removals(g);
+  for (int n = 0; n < static_cast<int>(g.nodes.size()); ++n) {
+    Node& node = g.nodes[n];
+    const fb::BinaryOpParamT* m = node.type == "BinaryOp" ? node.params.AsBinaryOpParam() : nullptr;
+    if (!m || m->op != fb::BinaryOpType::Mul || m->with_scalar || node.inputs.size() != 2 ||
+        has_activation(m->activation) || node.outputs.size() != 1) {
+      continue;
+    }
+    for (int side = 0; side < 2; ++side) {
+      const int p = g.producer(node.inputs[side]), q = g.producer(node.inputs[1 - side]);
+      if (p < 0 || q < 0 || p == q) continue;
+      const fb::BinaryOpParamT* scale = scalar_op(g.nodes[p], fb::BinaryOpType::Mul);
+      const fb::BinaryOpParamT* shift = scalar_op(g.nodes[q], fb::BinaryOpType::Add);
+      if (!scale || !shift || has_activation(scale->activation) || shift->scalar != 3.f || !shift->activation ||
+          shift->activation->type != fb::ActivationType::Clip || shift->activation->alpha != 0.f ||
+          shift->activation->beta != 6.f || g.nodes[p].inputs[0] != g.nodes[q].inputs[0]) {
+        continue;
+      }
+      const std::string& pa = g.nodes[p].outputs[0];
+      const std::string& qa = g.nodes[q].outputs[0];
+      if (g.is_output(pa) || g.is_output(qa) || g.consumers(pa).size() != 1 || g.consumers(qa).size() != 1) continue;
+      fb::ActivationParamT a;
+      a.activation = std::make_unique<fb::ActivationT>();
+      a.activation->type = fb::ActivationType::HardSwish;
+      // 0 is PyTorch's exact 1/6 (a division); any other value multiplies.
+      a.activation->alpha = scale->scalar == 1.f / 6.f ? 0.f : scale->scalar;
+      const std::string x = g.nodes[p].inputs[0];
+      removals.detach(g, p);
+      removals.detach(g, q);
+      node.type = "Activation";
+      node.params.Set(std::move(a));  // m dangles from here on
+      node.inputs = {x};
+      node.weights.clear();
+      break;
+    }
+  }
+  removals.erase(g);
+  return removals.count();
+}
+
 int remove_identity(Graph& g) {
   Removals removals(g);
   for (int n = 0; n < static_cast<int>(g.nodes.size()); ++n) {
@@ -432,6 +483,7 @@ Status optimize(Graph& g, OptimizeReport* report) {
   static const Pass kPasses[] = {
       {"remove_identity", remove_identity},
       {"fold_batchnorm_scale", fold_batchnorm_scale},
+      {"fuse_hard_swish", fuse_hard_swish},
       {"fuse_activation", fuse_activation},
       {"conv_after_global_pool_to_innerproduct", conv_after_global_pool_to_innerproduct},
       {"remove_noop_reshape", remove_noop_reshape},

@@ -23,6 +23,9 @@ int fold_batchnorm_scale(Graph& g);
 // A standalone Activation folded into the store of its producer (Convolution,
 // Deconvolution, InnerProduct, Eltwise, BinaryOp) when that has none yet.
 int fuse_activation(Graph& g);
+// Hard-swish written out, as TensorFlow graphs (MobileNetV3) have it:
+// (x * k) * Clip(x + 3, 0, 6) from three BinaryOps -> one HardSwish Activation.
+int fuse_hard_swish(Graph& g);
 // Dropout (identity at inference) and Split (every reader can read the input itself).
 int remove_identity(Graph& g);
 // A 1x1 Convolution (no padding) on a [C,1,1] input, as after global pooling, becomes

@@ -1,6 +1,7 @@
 // TF.js element-wise and reduction ops -> Kestrel: binary arithmetic with TF's
 // broadcasting (BinaryOp against a second blob, a constant laid out like the blob, or a
 // scalar), activations, PReLU, Softmax, Mean/Sum/Max/Min and a standalone BatchNorm.
+#include <algorithm>
 #include <cmath>
 
 #include "tfjs/tfjs_ops.h"
@@ -246,7 +247,17 @@ Status reduce(OpContext& ctx, fb::ReduceOp op) {
   }
   const bool keep = ctx.attr_bool("keep_dims", false);
   const std::string red = keep ? ctx.out(0) : ctx.new_blob("/reduce", l);
-  ctx.add("Reduce", std::move(p), {x}, {red});
+  std::sort(p.axes.begin(), p.axes.end());
+  if (op == fb::ReduceOp::Mean && l.channels_last && p.axes == std::vector<int>{1, 2}) {
+    // The mean over H and W (global average pooling; squeeze-excite blocks): the pooling
+    // kernel, not the generic reduction.
+    fb::PoolingParamT pool;
+    pool.pool = fb::PoolType::Average;
+    pool.global = true;
+    ctx.add("Pooling", std::move(pool), {x}, {red});
+  } else {
+    ctx.add("Reduce", std::move(p), {x}, {red});
+  }
   if (keep) {
     ctx.set_output(0, red, l);
     return Status::Ok();

@@ -15,7 +15,9 @@ namespace kestrel::kernels::arm {
 // The activation parameters, broadcast once per call instead of per vector.
 struct ActivationQ {
   float32x4_t alpha, beta;
-  explicit ActivationQ(const ActivationSpec& a) : alpha(vdupq_n_f32(a.alpha)), beta(vdupq_n_f32(a.beta)) {}
+  // HardSwish: alpha and beta hold its scale and divisor (see activation.h).
+  explicit ActivationQ(const ActivationSpec& a)
+      : alpha(vdupq_n_f32(hard_swish_scale(a))), beta(vdupq_n_f32(hard_swish_divisor(a))) {}
 };
 
 template <fb::ActivationType T>
@@ -41,7 +43,7 @@ inline float32x4_t activate_q(float32x4_t x, const ActivationQ& p) {
     return vminq_f32(vmaxq_f32(vfmaq_f32(p.beta, p.alpha, x), zero), one);
   } else if constexpr (T == A::HardSwish) {
     const float32x4_t c = vminq_f32(vmaxq_f32(vaddq_f32(x, vdupq_n_f32(3.f)), zero), vdupq_n_f32(6.f));
-    return vdivq_f32(vmulq_f32(x, c), vdupq_n_f32(6.f));
+    return vdivq_f32(vmulq_f32(vmulq_f32(x, p.alpha), c), p.beta);
   } else if constexpr (T == A::SiLU) {
     return vdivq_f32(x, vaddq_f32(one, exp_ps(vnegq_f32(x))));
   } else if constexpr (T == A::ELU) {

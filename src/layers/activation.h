@@ -61,7 +61,10 @@ inline float apply(float x, float alpha, float beta) {
   } else if constexpr (T == A::HardSigmoid) {
     return std::min(std::max(alpha * x + beta, 0.f), 1.f);
   } else if constexpr (T == A::HardSwish) {
-    return x * std::min(std::max(x + 3.f, 0.f), 6.f) / 6.f;
+    // alpha 0: PyTorch's x * clamp(x + 3, 0, 6) / 6; else TensorFlow's graphs' form
+    // (x * alpha) * clamp(x + 3, 0, 6), alpha their (often fp16) 1/6.
+    const float scale = alpha == 0.f ? 1.f : alpha, divisor = alpha == 0.f ? 6.f : 1.f;
+    return x * scale * std::min(std::max(x + 3.f, 0.f), 6.f) / divisor;
   } else if constexpr (T == A::SiLU) {
     return x / (1.f + std::exp(-x));
   } else if constexpr (T == A::ELU) {
@@ -94,6 +97,15 @@ inline void dispatch(fb::ActivationType type, Fn&& fn) {
 }
 
 }  // namespace activation_detail
+
+// The parameters the vector kernels broadcast: HardSwish's scale and divisor (its
+// alpha 0 means 1 and 6), every other type's alpha and beta as they are.
+inline float hard_swish_scale(const ActivationSpec& a) {
+  return a.type != fb::ActivationType::HardSwish ? a.alpha : a.alpha == 0.f ? 1.f : a.alpha;
+}
+inline float hard_swish_divisor(const ActivationSpec& a) {
+  return a.type != fb::ActivationType::HardSwish ? a.beta : a.alpha == 0.f ? 6.f : 1.f;
+}
 
 inline float activate(float x, const ActivationSpec& a) {
   float y = x;

@@ -17,7 +17,9 @@ namespace kestrel::kernels::x86::KESTREL_X86_MISC_NS {
 template <class V>
 struct ActivationV {
   typename V::reg alpha, beta;
-  explicit ActivationV(const ActivationSpec& a) : alpha(V::set1(a.alpha)), beta(V::set1(a.beta)) {}
+  // HardSwish: alpha and beta hold its scale and divisor (see activation.h).
+  explicit ActivationV(const ActivationSpec& a)
+      : alpha(V::set1(hard_swish_scale(a))), beta(V::set1(hard_swish_divisor(a))) {}
 };
 
 template <fb::ActivationType T, class V>
@@ -47,7 +49,7 @@ inline typename V::reg activate_v(typename V::reg x, const ActivationV<V>& p) {
     return V::min(one, V::max(zero, V::fmadd(p.alpha, x, p.beta)));
   } else if constexpr (T == A::HardSwish) {
     const R c = V::min(V::set1(6.f), V::max(zero, V::add(x, V::set1(3.f))));
-    return V::div(V::mul(x, c), V::set1(6.f));
+    return V::div(V::mul(V::mul(x, p.alpha), c), p.beta);
   } else if constexpr (T == A::SiLU) {
     return V::div(x, V::add(one, exp_v<V>(V::neg(x))));
   } else if constexpr (T == A::ELU) {
