@@ -8,7 +8,7 @@
 #   kestrel_install_deps core converters demo      # installs whatever is missing
 #   kestrel_deps_packages core tests               # prints the packages, one a line
 #
-#   tools/demo.sh              core converters demo
+#   tools/demo.sh              core converters demo realmodels
 #   tools/test.sh              core converters tests testdata embed bench fuzz aarch64 armv7 realmodels
 #   tools/fuzz.sh              core converters tests fuzz
 #   tools/embed_check.sh       core converters tests embed
@@ -28,9 +28,9 @@ KESTREL_DEPS_core=(g++ cmake make flatbuffers-compiler libflatbuffers-dev libstb
 # KESTREL_BUILD_CONVERTERS (kestrel-convert): find_package(Protobuf), protoc for
 # caffe.proto, and libonnx-dev's /usr/include/onnx/onnx.proto for the ONNX front end.
 KESTREL_DEPS_converters=(libprotobuf-dev protobuf-compiler libonnx-dev)
-# tools/demo.sh's MobileNet-SSD example: tools/caffe_random_weights.py (numpy, protobuf's
-# text_format, and protoc to compile caffe.proto for Python).
-KESTREL_DEPS_demo=(python3 python3-numpy python3-protobuf protobuf-compiler)
+# tools/demo.sh: Python reads the model table (tests/tfjs/realmodels.py, which imports
+# numpy); the models come through the realmodels group.
+KESTREL_DEPS_demo=(python3 python3-numpy)
 # KESTREL_BUILD_TESTS: doctest (find_path) and Debian's interpreter /usr/bin/python3
 # (find_program), which configure requires; enough to build every suite.
 KESTREL_DEPS_tests=(doctest-dev python3)

@@ -27,7 +27,7 @@ const char* kUsage =
     "                   [--size WxH] [--mean a,b,c] [--norm a,b,c] [--order rgb|bgr|gray]\n"
     "                   [--task classify|detect] [--threshold T] [--draw OUT.jpg]\n"
     "                   [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...] [--kernels fast|ref]\n"
-    "                   [--json FILE] [--decode BLOB=FILE.npy ...]\n"
+    "                   [--json FILE] [--decode BLOB=FILE.npy ...] [--iou T]\n"
     "Each IMAGE (JPEG, PNG, BMP) is resized (bilinear) to the input size, converted to the\n"
     "channel order, and (x - mean) * norm is fed to the model's first input. Defaults come\n"
     "from the model's metadata: input_size (\"WxH\", else the model's input shape), mean,\n"
@@ -46,7 +46,8 @@ const char* kUsage =
     "keypoints, faces or objects in image pixels; --draw draws them, --json FILE writes\n"
     "them; with --input tensors instead of an image they are in input pixels, and\n"
     "--decode BLOB=FILE.npy ... decodes outputs computed elsewhere (the source's layout)\n"
-    "without running the model. Exit: 0 ok, 1 run-time error, 2 bad command line.\n";
+    "without running the model; --threshold, --top and --iou T set the score threshold,\n"
+    "the most results and the NMS overlap. Exit: 0 ok, 1 run-time error, 2 bad command line.\n";
 
 struct Args {
   std::string model;
@@ -61,6 +62,7 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs, outputs, decode;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
   std::string json;
+  float iou = -1.f;  // task NMS; < 0: the task's default
 };
 
 int usage_error(const std::string& why) {
@@ -129,7 +131,7 @@ int parse(int argc, char** argv, Args* a, bool* help) {
     }
     static const char* kFlags[] = {"--top",   "--threads", "--labels", "--size", "--mean",  "--norm",
                                    "--order", "--task",    "--threshold", "--draw", "--input", "--output",
-                                   "--kernels", "--json", "--decode"};
+                                   "--kernels", "--json", "--decode", "--iou"};
     if (std::find(std::begin(kFlags), std::end(kFlags), f) == std::end(kFlags)) {
       return usage_error("unknown option '" + f + "'");
     }
@@ -160,6 +162,8 @@ int parse(int argc, char** argv, Args* a, bool* help) {
       a->draw = v;
     } else if (f == "--input") {
       ok = parse_pair(v, &a->inputs);
+    } else if (f == "--iou") {
+      ok = parse_float(v, &a->iou) && a->iou >= 0.f;
     } else if (f == "--json") {
       a->json = v;
     } else if (f == "--decode") {
@@ -270,8 +274,12 @@ int Runner::setup() {
   if (!s.ok()) return fail(s.message());
   const std::string meta_task = net_.metadata("task");
   if (meta_task == "pose" || meta_task == "face" || meta_task == "objects") {
+    kestrel::TaskOptions opts;
+    if (a_.has_threshold) opts.score_threshold = a_.threshold;
+    if (a_.has_top) opts.max_results = a_.top;
+    opts.iou_threshold = a_.iou;
     task_api_.emplace();
-    if (!(s = task_api_->init(net_)).ok()) return fail(s.message());
+    if (!(s = task_api_->init(net_, opts)).ok()) return fail(s.message());
   } else if (!a_.decode.empty()) {
     return fail("--decode needs a model whose metadata task is pose, face or objects");
   }
@@ -312,7 +320,7 @@ int Runner::setup() {
   for (const std::string& name : net_.input_names()) {
     if (!npy_inputs_.count(name) && input_.empty()) input_ = name;
   }
-  if (a_.images.empty() && !input_.empty()) return fail("input '" + input_ + "' is not given (--input or an image)");
+  if (a_.images.empty() && a_.decode.empty() && !input_.empty()) return fail("input '" + input_ + "' is not given (--input or an image)");
   if (!a_.images.empty() && input_.empty()) return fail("every input is given by --input; no input left for the image");
   if (!a_.labels_file.empty()) {
     std::ifstream f(a_.labels_file);

@@ -45,14 +45,15 @@ namespace kestrel {
 struct Preprocess {
   enum class Fit { kStretch, kLetterbox };
   Fit fit = Fit::kStretch;
-  int image_w = 0, image_h = 0;  // the original image
+  int image_w = 0, image_h = 0;  // the whole original image
   int input_w = 0, input_h = 0;  // the network input
   float scale_x = 1.f, scale_y = 1.f;  // input pixels per image pixel
   float pad_x = 0.f, pad_y = 0.f;      // left/top border in input pixels (letterbox)
+  float crop_x = 0.f, crop_y = 0.f;    // the region's top-left in the image (run with a roi)
 
   // The image position of an input position (input pixels, x right, y down).
-  float image_x(float input_x) const { return (input_x - pad_x) / scale_x; }
-  float image_y(float input_y) const { return (input_y - pad_y) / scale_y; }
+  float image_x(float input_x) const { return (input_x - pad_x) / scale_x + crop_x; }
+  float image_y(float input_y) const { return (input_y - pad_y) / scale_y + crop_y; }
 };
 
 struct Keypoint {
@@ -122,6 +123,10 @@ class Task {
   Status run(const Image& image, TaskResult* result) const;
   // The same on an Extractor the caller owns (reuses its memory between frames).
   Status run(Extractor& ex, const Image& image, TaskResult* result) const;
+  // On a region of the image only (a person box from a detector, for the single-person
+  // pose model); results are still in whole-image pixels. The region is clipped to the
+  // image; InvalidArgument when nothing of it is left.
+  Status run(Extractor& ex, const Image& image, const Box& roi, TaskResult* result) const;
 
   // Decodes outputs that were computed elsewhere (another engine, a saved run): role
   // ("center", "heatmap", ...; see above) -> tensor in the net's output layout, and the
@@ -133,6 +138,8 @@ class Task {
   struct Impl;
 
  private:
+  Status run_region(Extractor& ex, const Image& image, float crop_x, float crop_y, int full_w, int full_h,
+                    TaskResult* result) const;
   std::unique_ptr<Impl> impl_;
 };
 

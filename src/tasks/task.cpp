@@ -298,11 +298,38 @@ Status Task::decode(const std::map<std::string, Mat>& outputs, const Preprocess&
   return impl_->finish(d, pre, result);
 }
 
+Status Task::run(Extractor& ex, const Image& image, const Box& roi, TaskResult* result) const {
+  if (image.w < 1 || image.h < 1 || image.channels < 1 ||
+      image.pixels.size() != static_cast<size_t>(image.w) * image.h * image.channels) {
+    return bad("the image is empty or inconsistent");
+  }
+  const auto clip = [](float v, int hi) { return std::clamp(static_cast<int>(std::floor(v)), 0, hi); };
+  const int x0 = clip(std::min(roi.x0, roi.x1), image.w), x1 = clip(std::ceil(std::max(roi.x0, roi.x1)), image.w);
+  const int y0 = clip(std::min(roi.y0, roi.y1), image.h), y1 = clip(std::ceil(std::max(roi.y0, roi.y1)), image.h);
+  if (x1 <= x0 || y1 <= y0) return bad("the region of interest lies outside the image");
+  Image crop;
+  crop.w = x1 - x0, crop.h = y1 - y0, crop.channels = image.channels;
+  crop.pixels.resize(static_cast<size_t>(crop.w) * crop.h * crop.channels);
+  const size_t row = static_cast<size_t>(crop.w) * crop.channels;
+  for (int y = 0; y < crop.h; ++y) {
+    const uint8_t* src = image.pixels.data() + (static_cast<size_t>(y0 + y) * image.w + x0) * image.channels;
+    std::copy_n(src, row, crop.pixels.data() + static_cast<size_t>(y) * row);
+  }
+  return run_region(ex, crop, static_cast<float>(x0), static_cast<float>(y0), image.w, image.h, result);
+}
+
 Status Task::run(Extractor& ex, const Image& image, TaskResult* result) const {
+  return run_region(ex, image, 0.f, 0.f, image.w, image.h, result);
+}
+
+Status Task::run_region(Extractor& ex, const Image& image, float crop_x, float crop_y, int full_w, int full_h,
+                        TaskResult* result) const {
   if (!impl_) return Status(ErrorCode::kInvalidArgument, "the task is not initialized (Task::init failed or was not called)");
   Mat in;
   Preprocess pre;
   Status s = impl_->preprocess(image, &in, &pre);
+  pre.crop_x = crop_x, pre.crop_y = crop_y;
+  pre.image_w = full_w, pre.image_h = full_h;
   if (s.ok()) s = ex.input(impl_->input, in);
   std::map<std::string, Mat> outputs;
   for (const auto& [role, blob] : impl_->roles) {

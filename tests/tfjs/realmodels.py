@@ -97,3 +97,18 @@ def node_env(paths):
     env = dict(os.environ)
     env["NODE_PATH"] = paths["TFJS_NODE_MODULES"]
     return env
+
+
+if __name__ == "__main__":
+    # tools/demo.sh: `realmodels.py convert-args NAME` prints the model's file name, then
+    # one kestrel-convert argument a line (--meta, KEY=VALUE, ...).
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "convert-args":
+        sys.exit("usage: realmodels.py convert-args NAME")
+    model = next((m for m in MODELS if m.name == sys.argv[2]), None)
+    if model is None:
+        sys.exit(f"realmodels.py: no model '{sys.argv[2]}' (models: {', '.join(m.name for m in MODELS)})")
+    print(model.file)
+    for m in model.meta:
+        print("--meta")
+        print(m)

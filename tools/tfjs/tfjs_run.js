@@ -28,6 +28,8 @@
 //                     --output names) including dataSync of every output, disposing all
 //                     tensors each loop; prints one JSON line
 //                     {"backend","threads","simd","median_ms","min_ms","mean_ms","loops","warmup","model"}.
+//                     --batch TAG[,TAG...] runs once per tag with '{}' in the file names
+//                     replaced by the tag (one model load for many inputs).
 // Options: --backend cpu (default) | wasm; --threads N and --no-simd (wasm only);
 //          --loops N (30), --warmup N (5) (bench only).
 // Reads .npy '<f4' and '<i4' (also '<f8', '<i8', '|u1', '|b1', converted), C order,
@@ -125,6 +127,12 @@ function parseArgs(argv) {
       case '--no-simd': o.simd = false; break;
       case '--loops': o.loops = int(a, argv[++i], 1); break;
       case '--warmup': o.warmup = int(a, argv[++i], 0); break;
+      case '--batch': {
+        const v = argv[++i];
+        if (v === undefined || v === '') fail('--batch needs TAG[,TAG...]');
+        o.batch = v.split(',').filter((t) => t !== '');
+        break;
+      }
       default:
         if (a.startsWith('-')) fail(`unknown option '${a}'`);
         if (o.model !== null) fail(`unexpected argument '${a}' (the model is ${o.model})`);
@@ -133,6 +141,7 @@ function parseArgs(argv) {
   }
   if (!o.model) fail(`${mode}: give MODEL.json`);
   if (mode === 'run' && o.outputs.length === 0) fail('run: give at least one --output NODE=out.npy');
+  if (o.batch && mode !== 'run') fail('--batch is for run');
   if (o.backend !== 'wasm' && (o.threads !== null || !o.simd)) {
     fail('--threads and --no-simd are for --backend wasm');
   }
@@ -514,10 +523,29 @@ function asArray(r) {
   return Array.isArray(r) ? r : [r];
 }
 
+// --batch: the file names with '{}' replaced by one tag.
+function withTag(o, tag) {
+  const sub = (f) => (f === null ? f : f.split('{}').join(tag));
+  return { ...o, inputs: o.inputs.map((x) => ({ ...x, file: sub(x.file) })),
+    outputs: o.outputs.map((x) => ({ ...x, file: sub(x.file) })) };
+}
+
+// One model load, then one execute per --batch tag (or just one).
 async function run(o) {
-  const { json, arrays } = await loadModel(o);
-  const { tf } = await setupBackend(o);
-  const model = await buildModel(o, tf, json);
+  let tf = null;
+  let model = null;
+  for (const tag of o.batch || [null]) {
+    const ot = tag === null ? o : withTag(o, tag);
+    const { json, arrays } = await loadModel(ot);
+    if (!model) {
+      ({ tf } = await setupBackend(o));
+      model = await buildModel(o, tf, json);
+    }
+    await runOnce(ot, tf, model, arrays);
+  }
+}
+
+async function runOnce(o, tf, model, arrays) {
   const feeds = makeFeeds(tf, arrays);
   const names = o.outputs.map((x) => x.name);
   const result = asArray(await execute(model, feeds, names));
