@@ -58,10 +58,11 @@ else
 fi
 BUILD=build/fuzz
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_model fuzz_prototxt fuzz_caffemodel fuzz_onnx)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_model fuzz_prototxt fuzz_caffemodel fuzz_onnx fuzz_tfjs)
 
 # -max_len per target, as seed_corpus.py's MAX_BYTES (a longer seed would be cut).
-declare -A MAX_LEN=([fuzz_model]=163840 [fuzz_prototxt]=49152 [fuzz_caffemodel]=65536 [fuzz_onnx]=4096)
+declare -A MAX_LEN=([fuzz_model]=163840 [fuzz_prototxt]=49152 [fuzz_caffemodel]=65536 [fuzz_onnx]=4096
+  [fuzz_tfjs]=49152)
 
 echo "== fuzz build (clang, ASan + UBSan, libFuzzer) in $BUILD"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -73,7 +73,7 @@ stage "AddressSanitizer + UndefinedBehaviorSanitizer (clang, libFuzzer) build, 2
 # tests/fuzz/regressions, which the fuzz_replay_* tests below replay.
 KESTREL_FUZZ_RUNS=${KESTREL_FUZZ_RUNS:-20000} KESTREL_FUZZ_SEED=${KESTREL_FUZZ_SEED:-1} tools/fuzz.sh
 cmake --build build/fuzz -j"$JOBS" --target kestrel_tests alloc_failure test_c_api test_embedded_model \
-  fuzz_model_replay fuzz_prototxt_replay fuzz_caffemodel_replay fuzz_onnx_replay
+  fuzz_model_replay fuzz_prototxt_replay fuzz_caffemodel_replay fuzz_onnx_replay fuzz_tfjs_replay
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/fuzz -j"$JOBS" --output-on-failure \
   -R '^(torch|layers|kernels|networks|mat|format|extractor|memory|threads|bad_input|zoo|image|cpu|optimizer|caffe|caffe_import|onnx_import|onnx_conformance|c_api|embedded_model|alloc_failure|fuzz_replay_.*)$'

@@ -11,8 +11,9 @@ DIR/<target>/ for each target in tests/fuzz:
                    seeded random caffemodel for it (tools/caffe_random_weights.py)
   fuzz_onnx        the node tests of ONNX's conformance suite (Debian's
                    libonnx-testdata), the small ones
+  fuzz_tfjs        tests/tfjs/graphs.py's graphs: model.json, a NUL byte, the shard
   fuzz_model       models/*/*.kst that are small, and with --convert, .kst files
-                   converted from the two corpora above
+                   converted from the corpora above
 
 Seeds are kept small (large ones slow every mutation); anything missing (numpy,
 protoc, libonnx-testdata) is reported and skipped, never an error.
@@ -41,7 +42,8 @@ CAFFEMODEL_NETS = [
 ]
 
 # Bytes per seed, per target (tools/fuzz.sh passes the same as -max_len).
-MAX_BYTES = {"fuzz_prototxt": 48 << 10, "fuzz_caffemodel": 64 << 10, "fuzz_onnx": 4 << 10, "fuzz_model": 160 << 10}
+MAX_BYTES = {"fuzz_prototxt": 48 << 10, "fuzz_caffemodel": 64 << 10, "fuzz_onnx": 4 << 10, "fuzz_model": 160 << 10,
+             "fuzz_tfjs": 48 << 10}
 
 
 class Corpus:
@@ -145,13 +147,27 @@ def main():
                     jobs.append((["onnx", str(p)], tmp / f"onnx_{p.parent.name}.kst"))
         else:
             print(f"seed_corpus: {ONNX_TESTDATA} not found (Debian: libonnx-testdata), no ONNX seeds")
+        tfjs = Corpus(out, "fuzz_tfjs")
+        try:
+            sys.path.insert(0, str(ROOT / "tests" / "tfjs"))
+            import graphs
+            for name in graphs.CASES:
+                text, shard, _, _ = graphs.build(name)
+                if tfjs.add(f"{name}.tfjs", text.encode() + b"\0" + shard):
+                    d = tmp / f"tfjs_{name}"
+                    d.mkdir()
+                    (d / "model.json").write_text(text)
+                    (d / "w.bin").write_bytes(shard)
+                    jobs.append((["tfjs", str(d / "model.json")], tmp / f"tfjs_{name}.kst"))
+        except ImportError as e:
+            print(f"seed_corpus: no TF.js seeds ({e})")
         if args.convert:
             convert_all(args.convert, jobs, model)
         for p in sorted((ROOT / "models").glob("*/*.kst")):
             model.add(p.name, p.read_bytes())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    for c in (prototxt, caffemodel, onnx, model):
+    for c in (prototxt, caffemodel, onnx, tfjs, model):
         c.report()
     return 0
 
