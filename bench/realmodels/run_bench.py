@@ -49,7 +49,10 @@ workaround). Both engines get the same photo and compute the same tensors (the o
 where kestrel-convert cuts the graph before post-processing). Kestrel times input copy
 plus extract of every output; TF.js times `model.execute` plus `dataSync` of every output.
 Timings on a shared 2-CPU virtual machine move by 10-20% from one minute to the next:
-compare within one run, and read the per-round medians before trusting a small gap.
+compare within one run, and read the per-round medians before trusting a small gap. At 2
+threads a busy neighbour process stalls both engines' thread barriers, Kestrel's (libgomp,
+spinning by default) most: a round can take 100 times longer; the median of the rounds
+keeps such a round out of the table only when it is the only one.
 """
 
 
@@ -126,24 +129,34 @@ def profile(bench, model, prep, args, out):
 
 
 def short(name):
-    """A layer name by the last two scopes of each fused part (TF.js names nest deeply)."""
-    return "+".join("/".join(part.split("/")[-2:]) for part in name.split("+"))
+    """A layer name by the last three scopes of each fused part (TF.js names nest deeply)."""
+    return "+".join("/".join(part.split("/")[-3:]) for part in name.split("+"))
 
 
 def load_average():
     return " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
 
 
-def host_info(paths, load_start):
+def source_commit(build):
+    """The commit of the sources the build was configured from (CMakeCache's source dir)."""
+    cache = (build / "CMakeCache.txt").read_text()
+    src = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache, re.M).group(1)
+    commit = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if commit.returncode != 0:
+        return f"? ({src} is not a git checkout)"
+    dirty = subprocess.run(["git", "-C", src, "diff", "--quiet", "HEAD"]).returncode != 0
+    return f"{commit.stdout.strip()} ({src}{', with uncommitted changes' if dirty else ''})"
+
+
+def host_info(paths, build, load_start):
     lscpu = run(["lscpu"])
     cpu = re.search(r"^Model name:\s*(.+)$", lscpu, re.M)
-    dirty = subprocess.run(["git", "-C", REPO, "diff", "--quiet", "HEAD", "--", "src", "include", "converter",
-                            "tools"]).returncode != 0
     wasm_pkg = pathlib.Path(paths["TFJS_NODE_MODULES"]) / "@tensorflow/tfjs-backend-wasm/package.json"
+    built = datetime.datetime.fromtimestamp((build / "kestrel-bench").stat().st_mtime)
     return {"cpu": cpu.group(1).strip() if cpu else "?", "nproc": int(run(["nproc"])),
             "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-            "commit": run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]).strip()
-                      + (" + uncommitted source changes" if dirty else ""),
+            "commit": source_commit(build), "kestrel_bench": str(build / "kestrel-bench"),
+            "kestrel_built": built.astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "load_start": load_start, "load_end": load_average(),
             "node": run(["node", "--version"]).strip(), "tfjs": json.loads(wasm_pkg.read_text())["version"]}
 
@@ -153,16 +166,18 @@ def markdown(args, host, preps, summary, rounds, profiles):
     simd = sorted({r["simd"] for rr in rounds.values() for r in rr["tfjs"]})
     isa = sorted({r["isa"] for rr in rounds.values() for r in rr["kestrel"]})
     lines = [
-        f"Measured {host['date']} on {host['cpu']} (nproc {host['nproc']}; load average {host['load_start']} "
-        f"at the start, {host['load_end']} at the end) at commit {host['commit']}. "
-        f"Kestrel: fast kernels, ISA {', '.join(isa)}. TF.js {host['tfjs']} wasm in Node {host['node']}: "
+        f"Run finished {host['date']} on {host['cpu']} (nproc {host['nproc']}; load average {host['load_start']} "
+        f"at the start, {host['load_end']} at the end). Kestrel built from commit {host['commit']}: "
+        f"`{host['kestrel_bench']}` (built {host['kestrel_built']}), fast kernels, ISA {', '.join(isa)}. "
+        f"TF.js {host['tfjs']} wasm in Node {host['node']}: "
         f"SIMD {'yes' if simd == [True] else 'no' if simd == [False] else simd}; XNNPACK threads actually used "
         f"(asked -> used): {', '.join(f'{t} -> {u}' for t, u in threads_used)}. "
         f"{args.rounds} rounds of {args.loops} timed runs after {args.warmup} warm-up runs, one process per "
         "engine, setting and round, the engines back to back in alternating order; each cell is the median of "
         "the rounds' medians (the smallest min) in ms.",
         "", "Command: `" + shlex.join([sys.executable] + sys.argv) + "`", "",
-        "| model | input | threads | Kestrel median (min) ms | TF.js wasm median (min) ms | speed-up (TF.js / Kestrel) |",
+        "| model | input | threads | Kestrel median (min) ms | TF.js wasm median (min) ms "
+        "| speed-up (TF.js / Kestrel) |",
         "|---|---|---|---|---|---|",
     ]
     for (name, t), s in summary.items():
@@ -179,7 +194,7 @@ def markdown(args, host, preps, summary, rounds, profiles):
               "## Where Kestrel's time goes (1 thread, `kestrel-bench --profile`)", "",
               f"Medians of {args.loops} profiled runs per layer after {args.warmup} warm-up runs; a layer's time runs "
               "from the previous layer's end to its own, so the sums exceed the unprofiled latency a little. Layer "
-              "names keep the last two scopes of each fused part (results.json has them whole)."]
+              "names keep the last three scopes of each fused part (results.json has them whole)."]
     for name, p in profiles.items():
         lines += ["", f"### {name} (sum of layer medians {p['total_ms']:.2f} ms)", "", "```", p["by_type"], "```", "",
                   "| # | layer | type | kernel | ms | % time | MFLOP | GFLOP/s | % FMA peak |",
@@ -187,8 +202,8 @@ def markdown(args, host, preps, summary, rounds, profiles):
         for layer in p["slowest"]:
             ms, mflop = layer["median_ms"], 2e-6 * layer["multiply_adds"]
             gflops = mflop / ms if mflop else 0
-            lines.append(f"| {layer['index']} | `{short(layer['name'])}` | {layer['type']} | {layer['kernel']} | {ms:.3f} | "
-                         f"{100 * ms / p['total_ms']:.1f} | " + (f"{mflop:.1f} | {gflops:.1f} | "
+            lines.append(f"| {layer['index']} | `{short(layer['name'])}` | {layer['type']} | {layer['kernel']} | "
+                         f"{ms:.3f} | {100 * ms / p['total_ms']:.1f} | " + (f"{mflop:.1f} | {gflops:.1f} | "
                          f"{100 * gflops / p['fma_peak_gflops']:.1f} |" if mflop else "– | – | – |"))
     return "\n".join(lines) + "\n"
 
@@ -231,7 +246,7 @@ def main():
                for key, rr in rounds.items()}
     profiles = {m.name: profile(bench, m, preps[m.name], args, out) for m in models}
 
-    host = host_info(paths, load_start)
+    host = host_info(paths, build, load_start)
     text = markdown(args, host, preps, summary, rounds, profiles)
     print("\n" + text)
     md = pathlib.Path(args.markdown)
