@@ -1,8 +1,8 @@
 // Blocked feature maps at load (Option::blocked_layout): a MobileNet-like 14x14 chain
 // (see chain_net) with a blob two convolutions read and two blobs an Eltwise reads must
 // give the planar bits for every blob (the output with every memory strategy) at 1 and
-// 3 threads; the maps between the x86 channel kernels must in fact be blocked there, and
-// extract() of one must hand out a planar copy.
+// 3 threads; the maps between the x86 channel kernels must in fact be blocked there (5x5
+// depthwise layers too), and extract() of one must hand out a planar copy.
 #include <map>
 #include <string>
 #include <vector>
@@ -109,6 +109,25 @@ ModelBuilder wide_head_net(int pw_out) {
   return b;
 }
 
+// MobileNet v3's blocks, with k x k depthwise layers: data [48,16,16] -> e1 (1x1, 96) ->
+// d1 (k x k) -> p1 (1x1, 48) -> e2 (1x1, 96) -> d2 (k x k stride 2, 8x8) -> out (1x1, 32).
+// The 5x5 depthwise kernels take blocked operands as the 3x3 ones do, so the layout pass
+// leaves both windows the same layouts: on x86 with 16 lanes the maps from d1's output to
+// out's input are blocked (e1, reading the planar network input, keeps a pixel-tile
+// kernel and a planar output).
+ModelBuilder depthwise_block_net(int k) {
+  ModelBuilder b;
+  b.add_input("data", {48, 16, 16});
+  kt::add_conv(b, "e1", "data", 48, 96, 1, 3);
+  kt::add_depthwise(b, "d1", "e1", 96, 1, 5, k);
+  kt::add_conv(b, "p1", "d1", 96, 48, 1, 7);
+  kt::add_conv(b, "e2", "p1", 48, 96, 1, 9);
+  kt::add_depthwise(b, "d2", "e2", 96, 2, 11, k);
+  kt::add_conv(b, "out", "d2", 96, 32, 1, 13);
+  b.add_output("out");
+  return b;
+}
+
 struct Run {
   kestrel::Mat out;
   std::vector<std::string> kernels;  // per layer run, as the observer saw them
@@ -200,6 +219,34 @@ TEST_SUITE("networks") {
               !broadcast_tail);
       }
     }
+  }
+
+  TEST_CASE("5x5 depthwise layers read and write blocked maps as the 3x3 ones do") {
+    std::map<int, std::map<std::string, std::string>> kernel_of;  // window -> layer -> kernel
+    for (int k : {3, 5}) {
+      const ModelBuilder b = depthwise_block_net(k);
+      for (const char* blob : {"out", "e1", "d1", "p1", "e2", "d2"}) {
+        const kestrel::Mat want = run(b, false, 1, kestrel::MemoryStrategy::kPool, blob).out;
+        for (int threads : {1, 3}) {
+          INFO(k << "x" << k << ", " << blob << ", " << threads << " threads");
+          const Run got = run(b, true, threads, kestrel::MemoryStrategy::kPool, blob);
+          CHECK(kt::same_bits(got.out, want));
+          for (size_t i = 0; i < got.layers.size(); ++i) kernel_of[k][got.layers[i]] = got.kernels[i];
+        }
+      }
+    }
+    // The layouts are the "[in>out]" suffixes of the kernel names.
+    auto layout = [](const std::string& kernel) {
+      const size_t at = kernel.find('[');
+      return at == std::string::npos ? std::string() : kernel.substr(at);
+    };
+    for (const char* conv : {"e1", "d1", "p1", "e2", "d2", "out"}) {
+      INFO(std::string(conv) << ": " << kernel_of[3][conv] << " / " << kernel_of[5][conv]);
+      CHECK(layout(kernel_of[3][conv]) == layout(kernel_of[5][conv]));
+    }
+    if (kestrel::kernels::active_isa() != kestrel::kernels::Isa::kAvx512) return;
+    CHECK(kernel_of[5]["d1"] == "f32_dwconv5x5_c16_avx512[1>16]");
+    CHECK(kernel_of[5]["d2"] == "f32_dwconv5x5_c16_avx512[16>16]");
   }
 
   TEST_CASE("a wide stem chain is blocked all through or not at all") {

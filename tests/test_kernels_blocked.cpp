@@ -1,10 +1,11 @@
 // The convolution kernels that take channel-blocked operands (ConvKernel::blocked_lanes,
-// Option::blocked_layout) against their own planar runs: every combination of a
-// blocked input and output on the geometries they claim (channel-tile 1x1 on small maps
-// with pixel tails, partial panels and sliced K; channel-vector depthwise at both
-// strides with row and pixel tails, rows up to 114 wide; stems' channel tiles writing
-// blocked maps), fused activations including one applied after the
-// store, 1 and 3 threads. The same fma chains must give the same bits.
+// Option::blocked_layout) against the reference and their own planar runs: every
+// combination of a blocked input and output on the geometries they claim (channel-tile
+// 1x1 on small maps with pixel tails, partial panels and sliced K; channel-vector
+// depthwise at both strides with row and pixel tails, rows up to 114 wide, 3x3 and 5x5
+// windows with symmetric, TF SAME and no padding; stems' channel tiles writing blocked
+// maps), fused activations including one applied after the store, 1 and 3 threads. The
+// same fma chains must give the same bits.
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -41,16 +42,19 @@ ConvGeometry pointwise(int c, int hw_h, int hw_w, int out_c, ActivationType act)
   return g;
 }
 
-ConvGeometry depthwise(int c, int h, int w, int s, int pad, ActivationType act) {
+// A k x k depthwise layer padded by `pad` before and `pad_end` after (TF's SAME on an
+// even map at stride 2 pads one less before).
+ConvGeometry depthwise(int c, int h, int w, int s, int pad, ActivationType act, int k = 3, int pad_end = -1) {
+  if (pad_end < 0) pad_end = pad;
   ConvGeometry g;
   g.in_c = g.out_c = g.group = c;
   g.in_h = h;
   g.in_w = w;
-  g.kh = g.kw = 3;
+  g.kh = g.kw = k;
   g.sh = g.sw = s;
   g.pad_top = g.pad_left = pad;
-  g.out_h = (h + 2 * pad - 3) / s + 1;
-  g.out_w = (w + 2 * pad - 3) / s + 1;
+  g.out_h = (h + pad + pad_end - k) / s + 1;
+  g.out_w = (w + pad + pad_end - k) / s + 1;
   g.bias = true;
   g.act.type = act;
   g.act.alpha = act == ActivationType::Clip ? 0.f : 0.1f;
@@ -89,6 +93,19 @@ std::vector<ConvGeometry> geometries() {
   // Wide stride-1 rows (MobileNet's 112x112 layers) read and written blocked.
   for (const Dw& d : {Dw{32, 5, 112, 1, 1}, Dw{16, 4, 97, 1, 1}, Dw{16, 3, 114, 1, 0}}) {
     out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5]));
+  }
+  // 5x5 depthwise (MobileNet v3, CenterNet): both strides, symmetric and TF SAME
+  // padding, none, 1x1 outputs, rows of 1 to 70 pixels read in place and from padding,
+  // 1 to 4 groups of 16 (2 to 8 of 8).
+  struct Dw5 {
+    int c, h, w, s, pad, pad_end;
+  };
+  for (const Dw5& d : {Dw5{16, 14, 14, 1, 2, 2}, Dw5{32, 9, 13, 1, 2, 2}, Dw5{48, 28, 28, 1, 2, 2},
+                       Dw5{32, 16, 16, 2, 1, 2}, Dw5{16, 15, 11, 2, 2, 2}, Dw5{64, 7, 7, 2, 2, 2},
+                       Dw5{16, 12, 20, 1, 0, 0}, Dw5{32, 33, 30, 2, 0, 0}, Dw5{16, 1, 1, 1, 2, 2},
+                       Dw5{16, 3, 3, 2, 1, 1}, Dw5{32, 2, 3, 2, 2, 2}, Dw5{16, 5, 70, 1, 2, 2},
+                       Dw5{16, 6, 21, 2, 2, 2}, Dw5{48, 4, 41, 2, 1, 2}, Dw5{16, 6, 9, 1, 4, 1}}) {
+    out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5], 5, d.pad_end));
   }
   // Stems (few input channels, 3x3 to 7x7) writing a blocked map: partial panels of 32
   // channels, rows with every tail of 12 and 4 pixels.
@@ -152,8 +169,8 @@ TEST_SUITE("kernels") {
         const int lanes = k->blocked_lanes;
         if (lanes == 0) continue;
         // Some geometries are claimed only with a blocked input (the channel tiles on
-        // maps above 14x14 read it in place) or output (the stems' channel tiles): there
-        // the first layout claimed is checked against the reference, and every other one
+        // maps above 14x14 read it in place) or output (the stems' channel tiles). The
+        // first layout claimed is checked against the reference, and every other one
         // against it bit for bit.
         ConvGeometry first = g;
         for (int side = 0; side < 2 && !k->supports(first); ++side) {
@@ -165,11 +182,11 @@ TEST_SUITE("kernels") {
         REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
         k->pack(g, w.data(), b.data(), packed.data);
         const Mat want = run_kernel(k, first, in, packed.data, 1);
-        if (!first.planar()) {
+        {
           Mat ref;
           REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
           kestrel::kernels::conv_reference(g, w.data(), b.data(), in.data, in.cstep, ref.data, ref.cstep, 1);
-          INFO(std::string(k->name) << " (blocked only): " << describe(first));
+          INFO(std::string(k->name) << (first.planar() ? "" : " (blocked only)") << ": " << describe(first));
           CHECK(kt::relative_error(want, ref) <= k->tolerance);
         }
         for (int in_pack : {1, lanes}) {

@@ -41,6 +41,45 @@ kestrel::ActivationSpec random_activation(std::mt19937& rng) {
   return a;
 }
 
+// 5x5 depthwise edges (the channel-vector kernels, f32_dwconv_cvec_x86.h): every
+// padding 0..4 on each side (TF's asymmetric SAME pads among them) with strides 1 and 2
+// on maps of 1..12, 1x1 outputs; channel counts below, at and above the 8- and 16-lane
+// groups; rows of 13..70 pixels (several U-pixel steps and W-pixel chunks, partial
+// ones); MobileNet v3 / CenterNet shapes at reduced size, where 4 threads split rows.
+void add_dw5_edges(std::vector<ConvGeometry>& out, std::mt19937& rng) {
+  auto add = [&](int c, int h, int w, int s, int pt, int pl, int pb, int pr) {
+    ConvGeometry g;
+    g.in_c = g.out_c = g.group = c;
+    g.kh = g.kw = 5;
+    g.sh = g.sw = s;
+    g.pad_top = pt;
+    g.pad_left = pl;
+    g.in_h = std::max(h, 5 - pt - pb);
+    g.in_w = std::max(w, 5 - pl - pr);
+    g.out_h = out_extent(g.in_h, 5, s, 1, pt, pb);
+    g.out_w = out_extent(g.in_w, 5, s, 1, pl, pr);
+    g.bias = rng() % 4 != 0;
+    g.act = random_activation(rng);
+    out.push_back(g);
+  };
+  const int channels[] = {1, 3, 8, 9, 16, 17, 24, 33, 40};
+  for (int s = 1; s <= 2; ++s) {
+    for (int p = 0; p < 125; ++p) {
+      add(channels[(p + s) % 9], 1 + (7 * p + s) % 12, 1 + (3 * p + 5 * s) % 12, s, p % 5, p / 5 % 5, p / 25,
+          (p + p / 5) % 5);
+    }
+    for (int w = 13; w <= 70; w += 3) add(1 + w % 18, 2 + w % 9, w, s, w % 5, w / 5 % 5, (w + s) % 5, w / 3 % 5);
+    // 1x1 outputs: a 1x1 map padded by 2, a 3x3 map at stride 2, an unpadded 5x5 map.
+    add(17, 1, 1, s, 2, 2, 2, 2);
+    add(16, 3, 3, s, 1, 1, 1, 1);
+    add(8, 5, 5, s, 0, 0, 0, 0);
+    // TF's SAME on even maps: 1 before, 2 after at stride 2; 2 and 2 at stride 1.
+    add(48, 16, 16, s, s == 2 ? 1 : 2, s == 2 ? 1 : 2, 2, 2);
+    add(40, 30, 22, s, s == 2 ? 1 : 2, s == 2 ? 1 : 2, 2, 2);
+    add(72, 20, 20, s, 2, 2, 2, 2);
+  }
+}
+
 // Geometries shaped like the ones kernels specialise in (1x1, 3x3 depthwise, 3x3
 // dense, the 3-channel stem), plus general ones, at awkward sizes.
 std::vector<ConvGeometry> sweep() {
@@ -240,6 +279,7 @@ std::vector<ConvGeometry> sweep() {
   add_1x1(300, 17, 19, 37, 1, 1, ActivationType::ReLU);
   add_1x1(1100, 7, 7, 20, 1, 1, ActivationType::Clip);
   add_1x1(200, 23, 21, 70, 2, 2, ActivationType::None);
+  add_dw5_edges(out, rng);
   return out;
 }
 
@@ -375,6 +415,92 @@ TEST_SUITE("kernels") {
                            return std::string(k->name).rfind("f32_dwconv3x3_", 0) == 0;
                          }) > 1;
     if (several) CHECK(compared > 0);
+  }
+
+  // The 5x5 depthwise kernels (channel vectors of 16 and 8 lanes) keep the fma order
+  // bias, ky = 0..4, kx = 0..4 whatever the ISA, the step or the banding, so they agree
+  // bit for bit across ISA levels and thread counts; on maps of network size (rows of
+  // several chunks, a short last channel group, row bands at 3 threads) each is also
+  // checked against the reference.
+  TEST_CASE("5x5 depthwise kernels of every ISA level agree bit for bit") {
+    const auto kernels = kt::runnable_kernels(kestrel::kernels::conv_kernels());
+    std::vector<const ConvKernel*> dw5;
+    for (const ConvKernel* k : kernels) {
+      if (std::string(k->name).rfind("f32_dwconv5x5_", 0) == 0) dw5.push_back(k);
+    }
+    std::vector<ConvGeometry> geoms;
+    for (const ConvGeometry& g : sweep()) {
+      if (g.is_depthwise() && g.kh == 5 && g.kw == 5 && g.dh == 1 && g.dw == 1) geoms.push_back(g);
+    }
+    const size_t small = geoms.size();
+    struct Map {
+      int c, h, w, s, pt, pb;
+    };
+    for (const Map& d : {Map{40, 64, 64, 1, 2, 2}, Map{40, 64, 64, 2, 1, 2}, Map{24, 32, 130, 1, 2, 2},
+                         Map{72, 28, 28, 2, 2, 2}, Map{17, 9, 9, 1, 2, 2}, Map{120, 16, 16, 1, 2, 2}}) {
+      ConvGeometry g;
+      g.in_c = g.out_c = g.group = d.c;
+      g.in_h = d.h;
+      g.in_w = d.w;
+      g.kh = g.kw = 5;
+      g.sh = g.sw = d.s;
+      g.pad_top = g.pad_left = d.pt;
+      g.out_h = out_extent(d.h, 5, d.s, 1, d.pt, d.pb);
+      g.out_w = out_extent(d.w, 5, d.s, 1, d.pt, d.pb);
+      g.bias = true;
+      g.act.type = ActivationType::Clip;
+      g.act.alpha = 0.f;
+      g.act.beta = 6.f;
+      geoms.push_back(g);
+    }
+    std::mt19937 rng(13);
+    int compared = 0;
+    for (size_t i = 0; i < geoms.size(); ++i) {
+      const ConvGeometry& g = geoms[i];
+      Mat in;
+      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
+      kt::fill_random(in, rng);
+      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * 25, rng);
+      const std::vector<float> b = kt::random_vector(g.out_c, rng);
+      const float* bias = g.bias ? b.data() : nullptr;
+      auto run = [&](const ConvKernel* k, int threads, Mat& out) {
+        Mat packed;
+        REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
+        k->pack(g, w.data(), bias, packed.data);
+        REQUIRE(out.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
+        kt::fill_sentinel(out);
+        kt::KernelScratch scratch;
+        const auto ctx = scratch.make(k->workspace_bytes(g), k->workspace_per_thread_bytes(g), threads);
+        k->run(g, packed.data, in.data, in.cstep, out.data, out.cstep, ctx);
+        CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
+      };
+      Mat want;
+      const ConvKernel* first = nullptr;
+      for (const ConvKernel* k : dw5) {
+        INFO(std::string(k->name) << ": " << describe(g));
+        REQUIRE(k->supports(g));
+        if (!first) {
+          first = k;
+          run(k, 1, want);
+          if (i >= small) {
+            Mat ref;
+            REQUIRE(ref.create(want.shape()));
+            kestrel::kernels::conv_reference(g, w.data(), bias, in.data, in.cstep, ref.data, ref.cstep, 1);
+            CHECK(kt::relative_error(want, ref) <= k->tolerance);
+          }
+        }
+        for (int threads : {1, 3}) {
+          if (k == first && threads == 1) continue;
+          INFO("against " << first->name << ", " << threads << " threads");
+          Mat got;
+          run(k, threads, got);
+          CHECK(std::memcmp(got.data, want.data, want.cstep * want.c * sizeof(float)) == 0);
+          ++compared;
+        }
+      }
+    }
+    MESSAGE(compared << " 5x5 depthwise runs compared bit for bit");
+    if (!dw5.empty()) CHECK(compared > 0);
   }
 
   // The registry is in priority order; a kernel of a lower level listed before one of

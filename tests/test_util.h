@@ -72,17 +72,17 @@ inline void add_conv(kestrel::ModelBuilder& b, const std::string& name, const st
   b.add_layer("Convolution", name, {bottom}, {name}, conv_params(out, kernel, 1, kernel / 2, false), {wi, bi});
 }
 
-// Adds a 3x3 depthwise convolution (padding 1, fused ReLU) with seeded weights.
+// Adds a 3x3 (or kxk) depthwise convolution (padding k / 2, fused ReLU) with seeded weights.
 inline void add_depthwise(kestrel::ModelBuilder& b, const std::string& name, const std::string& bottom, int channels,
-                          int stride, uint32_t seed) {
+                          int stride, uint32_t seed, int kernel = 3) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
-  std::vector<float> w(size_t(channels) * 9), bias(channels);
+  std::vector<float> w(size_t(channels) * kernel * kernel), bias(channels);
   for (float& v : w) v = dist(rng);
   for (float& v : bias) v = dist(rng);
-  const uint32_t wi = b.add_weight(name + "/w", {channels, 1, 3, 3}, w);
+  const uint32_t wi = b.add_weight(name + "/w", {channels, 1, kernel, kernel}, w);
   const uint32_t bi = b.add_weight(name + "/b", {channels}, bias);
-  kestrel::fb::LayerParamsUnion u = conv_params(channels, 3, stride, 1, true);
+  kestrel::fb::LayerParamsUnion u = conv_params(channels, kernel, stride, kernel / 2, true);
   u.AsConvolutionParam()->group = channels;
   b.add_layer("Convolution", name, {bottom}, {name}, std::move(u), {wi, bi});
 }

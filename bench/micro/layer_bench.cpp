@@ -1,8 +1,8 @@
 // Per-layer microbenchmarks (Google Benchmark): the layer shapes of the paper's
-// Tables 2, 3 and 4 (1x1 convolution, 3x3 depthwise stride 1 and 2) plus MobileNet
-// v1's stem convolution and classifier, each with the reference kernel ("ref") and
-// the fast kernel the registry selects for the active ISA ("opt"), at 1, 2 and 4
-// threads. Names read `conv1x1/112x112x32-64/opt/threads:2` (input W x H x C, then
+// Tables 2, 3 and 4 (1x1 convolution, 3x3 depthwise stride 1 and 2), 5x5 depthwise
+// stride 1 and 2 (MobileNet v3, CenterNet), plus MobileNet v1's stem convolution and
+// classifier, each with the reference kernel ("ref") and the fast kernel the registry
+// selects for the active ISA ("opt"), at 1, 2 and 4 threads. Names read `conv1x1/112x112x32-64/opt/threads:2` (input W x H x C, then
 // output channels). Every run reports GFLOP/s (2 x multiply-adds / real time) and
 // %peak: that rate as a share of the measured FMA peak at the same thread count
 // (bench/peak). bench/micro/tables.py turns the JSON output into the paper's tables.
@@ -205,10 +205,12 @@ void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, i
              [&] { k->run(g, packed.data(), in.data(), in_cstep, out.data(), out_cstep, ctx); });
 }
 
-int out_extent(int in, int k, int s, int pad) { return (in + 2 * pad - k) / s + 1; }
+int out_extent(int in, int k, int s, int pad, int pad_end) { return (in + pad + pad_end - k) / s + 1; }
 
-// A MobileNet-style convolution: square k x k kernel, symmetric padding, bias, fused ReLU.
-ConvGeometry conv_geometry(int w, int h, int c, int out_c, int k, int s, int pad, bool depthwise) {
+// A MobileNet-style convolution: square k x k kernel, `pad` before and `pad_end` after
+// (symmetric unless given), bias, fused ReLU.
+ConvGeometry conv_geometry(int w, int h, int c, int out_c, int k, int s, int pad, bool depthwise, int pad_end = -1) {
+  if (pad_end < 0) pad_end = pad;
   ConvGeometry g;
   g.in_w = w;
   g.in_h = h;
@@ -218,8 +220,8 @@ ConvGeometry conv_geometry(int w, int h, int c, int out_c, int k, int s, int pad
   g.kh = g.kw = k;
   g.sh = g.sw = s;
   g.pad_top = g.pad_left = pad;
-  g.out_h = out_extent(h, k, s, pad);
-  g.out_w = out_extent(w, k, s, pad);
+  g.out_h = out_extent(h, k, s, pad, pad_end);
+  g.out_w = out_extent(w, k, s, pad, pad_end);
   g.bias = true;
   g.act.type = kestrel::fb::ActivationType::ReLU;
   return g;
@@ -301,6 +303,14 @@ void register_all() {
   // Table 4: 3x3 depthwise, stride 2, pad 1.
   for (const Dw& d : {Dw{112, 64}, Dw{56, 128}, Dw{28, 256}, Dw{14, 512}}) {
     register_conv("dwconv3x3s2", whc(d.hw, d.hw, d.c), conv_geometry(d.hw, d.hw, d.c, d.c, 3, 2, 1, true));
+  }
+  // 5x5 depthwise (MobileNet v3 at 224, CenterNet's MobileNet v3 trunk and head at
+  // 512): stride 1 pad 2, and stride 2 with TF's SAME on even maps (1 before, 2 after).
+  for (const Dw& d : {Dw{128, 18}, Dw{64, 96}, Dw{64, 192}, Dw{32, 256}, Dw{28, 120}, Dw{16, 720}, Dw{7, 960}}) {
+    register_conv("dwconv5x5s1", whc(d.hw, d.hw, d.c), conv_geometry(d.hw, d.hw, d.c, d.c, 5, 1, 2, true));
+  }
+  for (const Dw& d : {Dw{128, 72}, Dw{56, 72}, Dw{32, 528}, Dw{14, 672}}) {
+    register_conv("dwconv5x5s2", whc(d.hw, d.hw, d.c), conv_geometry(d.hw, d.hw, d.c, d.c, 5, 2, 1, true, 2));
   }
   // MobileNet v1's stem: 3x3 stride 2 pad 1, 224x224x3 -> 32.
   register_conv("conv3x3s2", whc(224, 224, 3) + "-32", conv_geometry(224, 224, 3, 32, 3, 2, 1, false));

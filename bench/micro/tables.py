@@ -24,6 +24,8 @@ TABLES = [
     ("conv1x1", "Table 2: 1x1 convolution"),
     ("dwconv3x3s1", "Table 3: 3x3 depthwise convolution, stride 1"),
     ("dwconv3x3s2", "Table 4: 3x3 depthwise convolution, stride 2"),
+    ("dwconv5x5s1", "5x5 depthwise convolution, stride 1 (MobileNet v3, CenterNet)"),
+    ("dwconv5x5s2", "5x5 depthwise convolution, stride 2, TF SAME padding (1 before, 2 after)"),
     (None, "MobileNet v1 stem and classifier"),
 ]
 

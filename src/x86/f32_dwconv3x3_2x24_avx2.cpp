@@ -2,7 +2,7 @@
 // pixels per step (6 accumulators and 9 broadcast taps in the 16 ymm registers), the
 // algorithm of f32_dwconv3x3_x86.h. vmaskmov loads and stores for the ends of rows.
 #include "x86/f32_dwconv3x3_x86.h"
-#include "x86/f32_dwconv3x3_avx2.h"
+#include "x86/f32_dwconv_avx2.h"
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {

@@ -2,7 +2,7 @@
 // pixels per step (8 accumulators, 9 broadcast taps, the bias), the algorithm of
 // f32_dwconv3x3_x86.h. Masked loads and stores for the ends of rows.
 #include "x86/f32_dwconv3x3_x86.h"
-#include "x86/f32_dwconv3x3_avx512.h"
+#include "x86/f32_dwconv_avx512.h"
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {

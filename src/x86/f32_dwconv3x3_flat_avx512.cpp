@@ -1,7 +1,7 @@
 // 3x3 depthwise convolution, stride 1, same padding, on maps up to 32 wide, AVX-512F:
 // each channel plane read flattened, in place (f32_dwconv3x3_flat_x86.h).
 #include "x86/f32_dwconv3x3_flat_x86.h"
-#include "x86/f32_dwconv3x3_avx512.h"
+#include "x86/f32_dwconv_avx512.h"
 #include "x86/x86_kernels.h"
 
 namespace kestrel::kernels::x86 {

@@ -14,7 +14,7 @@
 // Same packed weights and the same fma order (bias, then ky = 0..2, kx = 0..2) as the
 // planar kernel, so the two agree bit for bit and neither depends on the thread count.
 // Instantiated in f32_dwconv3x3_flat_avx512.cpp and f32_dwconv3x3_flat_avx2.cpp over the
-// traits of f32_dwconv3x3_avx512.h / f32_dwconv3x3_avx2.h (internal linkage, as
+// traits of f32_dwconv_avx512.h / f32_dwconv_avx2.h (internal linkage, as
 // f32_dwconv3x3_x86.h explains); the traits add Mask, mask_of(bits) and
 // load_masked(p, mask).
 #pragma once

@@ -24,12 +24,13 @@
 // Every output value is bias + the 9 taps, fused in the order ky = 0..2, kx = 0..2,
 // whatever the step's shape, so results do not depend on tiling or thread count.
 //
-// ODR: the traits types are defined in an anonymous namespace (f32_dwconv3x3_avx512.h,
-// f32_dwconv3x3_avx2.h, included only by that ISA's translation units), and everything
+// ODR: the traits types are defined in an anonymous namespace (f32_dwconv_avx512.h,
+// f32_dwconv_avx2.h, included only by that ISA's translation units), and everything
 // here that is compiled with ISA flags is a template over them (or static), so every
 // instantiation has internal linkage: no AVX-512 copy of a function can be picked by the
 // linker for the AVX2 path. The functions declared
-// under "common" are defined in f32_dwconv3x3_common.cpp, built without ISA flags.
+// under "common" are defined in f32_dwconv3x3_common.cpp, built without ISA flags; what
+// all the depthwise kernels share (epilogues, unrolling) is in f32_dwconv_x86.h.
 #pragma once
 #include <omp.h>
 
@@ -38,11 +39,19 @@
 #include <type_traits>
 #include <utility>
 
-#include "kernels/conv_kernels.h"
+#include "x86/f32_dwconv_x86.h"
 
 #define KESTREL_DW3X3_INLINE __attribute__((always_inline))
 
 namespace kestrel::kernels::x86::dwconv3x3 {
+
+using dwconv::Act;
+using dwconv::activate;
+using dwconv::activate_channel;
+using dwconv::Epilogue;
+using dwconv::no_workspace;
+using dwconv::unroll;
+using dwconv::with_epilogue;
 
 // ---- common (f32_dwconv3x3_common.cpp, no ISA flags) ----
 
@@ -61,42 +70,9 @@ Plan make_plan(const ConvGeometry& g);
 bool supports(const ConvGeometry& g);
 size_t packed_floats(const ConvGeometry& g);
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed);
-size_t no_workspace(const ConvGeometry& g);
 size_t thread_workspace(const ConvGeometry& g);
-// The activations not fused into the store, over one channel's output.
-void activate_channel(float* p, size_t n, const ActivationSpec& act);
 
 // ---- the algorithm, over V ----
-
-enum class Epilogue { kLinear, kRelu, kClip, kLeaky };
-
-template <class V>
-struct Act {
-  typename V::T lo, hi, slope;  // kRelu: lo = 0; kClip: [lo, hi]; kLeaky: slope
-};
-
-template <class V, Epilogue E>
-inline KESTREL_DW3X3_INLINE typename V::T activate(typename V::T x, const Act<V>& a) {
-  if constexpr (E == Epilogue::kRelu) {
-    // x as the second operand: x86 max/min return it when either is NaN (NaN propagates).
-    return V::max(a.lo, x);
-  } else if constexpr (E == Epilogue::kClip) {
-    return V::min(a.hi, V::max(a.lo, x));
-  } else if constexpr (E == Epilogue::kLeaky) {
-    return V::leaky(x, a.slope);
-  } else {
-    return x;
-  }
-}
-
-template <class F, int... I>
-inline KESTREL_DW3X3_INLINE void unroll_seq(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>{}), ...);
-}
-template <int N, class F>
-inline KESTREL_DW3X3_INLINE void unroll(F&& f) {
-  unroll_seq(f, std::make_integer_sequence<int, N>{});
-}
 
 // acc[u] = bias + the 9 taps of U outputs, fused in the order ky = 0..2, kx = 0..2 that
 // every kernel here keeps, so that they agree bit for bit. tap(ky, kx, u), called with
@@ -306,30 +282,6 @@ void run_channels(const ConvGeometry& g, const float* packed, const float* in, s
         activate_channel(ch.out + static_cast<size_t>(oy0) * g.out_w, static_cast<size_t>(oy1 - oy0) * g.out_w, g.act);
       }
     }
-  }
-}
-
-// Calls fn(std::integral_constant<Epilogue, E>, act, activate_after) for the epilogue
-// that computes g.act in registers (activate_after: the stored values still need
-// activate_channel): each kernel's channel loop is instantiated once per kind.
-template <class V, class Fn>
-inline void with_epilogue(const ConvGeometry& g, Fn&& fn) {
-  using fb::ActivationType;
-  Act<V> act{V::zero(), V::zero(), V::zero()};
-  switch (g.act.type) {
-    case ActivationType::None:
-      return fn(std::integral_constant<Epilogue, Epilogue::kLinear>{}, act, false);
-    case ActivationType::ReLU:
-      return fn(std::integral_constant<Epilogue, Epilogue::kRelu>{}, act, false);
-    case ActivationType::Clip:
-      act.lo = V::set1(g.act.alpha);
-      act.hi = V::set1(g.act.beta);
-      return fn(std::integral_constant<Epilogue, Epilogue::kClip>{}, act, false);
-    case ActivationType::LeakyReLU:
-      act.slope = V::set1(g.act.alpha);
-      return fn(std::integral_constant<Epilogue, Epilogue::kLeaky>{}, act, false);
-    default:
-      return fn(std::integral_constant<Epilogue, Epilogue::kLinear>{}, act, true);
   }
 }
 

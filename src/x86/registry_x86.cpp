@@ -14,6 +14,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
   // some), and the general SGEMM of a level takes everything its level declines.
   return {
       &x86::kF32DwConv3x3Cvec_Avx512,
+      &x86::kF32DwConv5x5Cvec_Avx512,
       &x86::kF32DwConv3x3Flat_Avx512,
       &x86::kF32DwConv3x3_Avx512,
       &x86::kF32ConvWinograd43_Avx512,
@@ -24,6 +25,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &x86::kF32Conv1x1_8x48_Avx512,
       &x86::kF32ConvSgemm_8x48_Avx512,
       &x86::kF32DwConv3x3Cvec_Avx2,
+      &x86::kF32DwConv5x5Cvec_Avx2,
       &x86::kF32DwConv3x3Flat_Avx2,
       &x86::kF32DwConv3x3_Avx2,
       &x86::kF32ConvWinograd43_Avx2,

@@ -35,13 +35,15 @@ extern const PoolKernel kF32Pool2d_Avx2;
 extern const SoftmaxKernel kF32Softmax_Avx512;        // any axis: contiguous lines or 64/32 strided lines
 extern const SoftmaxKernel kF32Softmax_Avx2;
 
-// ---- depthwise (src/x86/f32_dwconv3x3_{avx512,avx2}.cpp, f32_dwconv3x3_x86.h) ----
+// ---- depthwise (src/x86/f32_dwconv*_{avx512,avx2}.cpp over f32_dwconv_x86.h) ----
 extern const ConvKernel kF32DwConv3x3_Avx512;  // 3x3 depthwise, stride 1 and 2: 2 rows x 64 pixels
 extern const ConvKernel kF32DwConv3x3_Avx2;    // 3x3 depthwise, stride 1 and 2: 2 rows x 24 pixels
 extern const ConvKernel kF32DwConv3x3Flat_Avx512;  // stride 1, same padding, maps up to 32 wide:
 extern const ConvKernel kF32DwConv3x3Flat_Avx2;    // the plane flattened (f32_dwconv3x3_flat_x86.h)
-extern const ConvKernel kF32DwConv3x3Cvec_Avx512;  // 3x3 depthwise with channels along the vectors:
-extern const ConvKernel kF32DwConv3x3Cvec_Avx2;    // rows transposed in and out (f32_dwconv3x3_cvec_x86.h)
+extern const ConvKernel kF32DwConv3x3Cvec_Avx512;  // K x K depthwise with channels along the vectors,
+extern const ConvKernel kF32DwConv3x3Cvec_Avx2;    // rows transposed in and out (f32_dwconv_cvec_x86.h):
+extern const ConvKernel kF32DwConv5x5Cvec_Avx512;  // 3x3 and 5x5, stride 1 and 2, planar or blocked
+extern const ConvKernel kF32DwConv5x5Cvec_Avx2;    // operands
 
 
 // ---- Convolution (src/x86/f32_conv1x1_*, f32_conv_sgemm_*: f32_conv_sgemm_x86.h over
@@ -55,7 +57,7 @@ extern const ConvKernel kF32Conv1x1_16x6_Avx2;      // (src/x86/f32_conv_{32x12_
 extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
 extern const ConvKernel kF32Conv1x1_8x48_Avx512;    // 1x1, group 1, no padding, stride 1/2
 extern const ConvKernel kF32Conv1x1_4x24_Avx2;
-extern const ConvKernel kF32ConvSgemm_8x48_Avx512;  // im2col + SGEMM: all but 3x3 depthwise
+extern const ConvKernel kF32ConvSgemm_8x48_Avx512;  // im2col + SGEMM: all but 3x3 / 5x5 depthwise
 extern const ConvKernel kF32ConvSgemm_4x24_Avx2;
 
 // ---- Winograd F(4x4, 3x3) (src/x86/f32_conv_winograd43_{avx512,avx2}.cpp,
