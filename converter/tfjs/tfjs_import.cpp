@@ -57,7 +57,7 @@ bool moves_data(const std::string& op) {
 
 class Importer {
  public:
-  Importer(const TfjsImportOptions& options, Graph* graph) : options_(options), g(*graph) {}
+  Importer(const TfjsImportOptions& options, Graph* graph) : g(*graph), options_(options) {}
   Status run(const tfjs::GraphModel& model, std::map<std::string, ConstTensor> weights);
 
   std::map<std::string, ConstTensor> consts;   // tensor "node:k" -> value
