@@ -273,41 +273,37 @@ int convert_caffe(const Args& args) {
   return optimize_and_write(g, args, out, args.files[0] + " + " + args.files[1], start);
 }
 
-int convert_onnx(const Args& args) {
+// One model file in (ONNX, TF.js): import with `import`, then optimize and write.
+template <class Import>
+int convert_one_file(const Args& args, const char* format, const char* model, Import&& import) {
   if (args.files.size() != 2) {
-    std::cerr << "kestrel-convert onnx: expected MODEL.onnx OUT.kst, got " << args.files.size()
+    std::cerr << "kestrel-convert " << format << ": expected " << model << " OUT.kst, got " << args.files.size()
               << " file argument(s)\n";
     print_usage(std::cerr);
     return kExitUsage;
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string& out = args.files[1];
-  std::remove((out + ".tmp").c_str());
-  kc::OnnxImportOptions options;
-  options.input_shapes = args.input_shapes;
+  std::remove((out + ".tmp").c_str());  // a stale one from an interrupted run
   kc::Graph g;
-  const Status s = kc::import_onnx(args.files[0], options, &g);
+  const Status s = import(args.files[0], &g);
   if (!s.ok()) return fail(s);
   return optimize_and_write(g, args, out, args.files[0], start);
 }
 
+int convert_onnx(const Args& args) {
+  kc::OnnxImportOptions options;
+  options.input_shapes = args.input_shapes;
+  return convert_one_file(args, "onnx", "MODEL.onnx",
+                          [&](const std::string& path, kc::Graph* g) { return kc::import_onnx(path, options, g); });
+}
+
 int convert_tfjs(const Args& args) {
-  if (args.files.size() != 2) {
-    std::cerr << "kestrel-convert tfjs: expected MODEL.json OUT.kst, got " << args.files.size()
-              << " file argument(s)\n";
-    print_usage(std::cerr);
-    return kExitUsage;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  const std::string& out = args.files[1];
-  std::remove((out + ".tmp").c_str());
   kc::TfjsImportOptions options;
   options.input_shapes = args.input_shapes;
   options.outputs = args.outputs;
-  kc::Graph g;
-  const Status s = kc::import_tfjs(args.files[0], options, &g);
-  if (!s.ok()) return fail(s);
-  return optimize_and_write(g, args, out, args.files[0], start);
+  return convert_one_file(args, "tfjs", "MODEL.json",
+                          [&](const std::string& path, kc::Graph* g) { return kc::import_tfjs(path, options, g); });
 }
 
 // An existing .kst: Kestrel's own loader checks it (verifier, semantic checks, layer

@@ -574,17 +574,6 @@ int Runner::run_task(const std::string& path) {
 const kestrel::Color kBoxColors[] = {{230, 25, 75}, {60, 180, 75}, {255, 225, 25}, {0, 130, 200},
                                      {245, 130, 48}, {145, 30, 180}, {70, 240, 240}, {240, 50, 230}};
 
-// Text with a dark backing box so that it reads on any image; above (x, y) when it
-// fits there, so that it does not hide the box's contents.
-void draw_label(kestrel::Image& img, int x, int y, const std::string& text, kestrel::Color color) {
-  const int scale = std::max(1, std::min(img.w, img.h) / 250);
-  int tw = 0, th = 0;
-  kestrel::text_size(text, scale, &tw, &th);
-  if (y - th - scale >= 0) y -= th + scale;
-  kestrel::draw_rectangle(img, x, y, x + tw + 2 * scale, y + th + scale, kestrel::Color{0, 0, 0}, 0);
-  kestrel::draw_text(img, x + scale, y + scale, text, color, scale);
-}
-
 int Runner::classify(const std::vector<float>& out, kestrel::Image* img) {
   std::vector<int> idx(out.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
@@ -596,7 +585,7 @@ int Runner::classify(const std::vector<float>& out, kestrel::Image* img) {
   if (img && k > 0) {
     char score[32];
     std::snprintf(score, sizeof score, " %.3f", out[idx[0]]);
-    draw_label(*img, 0, 0, label_of(labels_, idx[0]) + score, kestrel::Color{255, 255, 255});
+    kt::draw_label(*img, 0, 0, label_of(labels_, idx[0]) + score, kestrel::Color{255, 255, 255});
   }
   return 0;
 }
@@ -625,7 +614,7 @@ int Runner::detect(const kestrel::Mat& out, int img_w, int img_h, kestrel::Image
       kestrel::draw_rectangle(*img, x0, y0, x1, y1, c, std::max(2, std::min(img->w, img->h) / 150));
       char score[32];
       std::snprintf(score, sizeof score, " %.2f", r[1]);
-      draw_label(*img, x0, y0, label_of(labels_, label) + score, c);
+      kt::draw_label(*img, x0, y0, label_of(labels_, label) + score, c);
     }
   }
   std::printf("  %d detection%s with score >= %g (of %d rows)", passed, passed == 1 ? "" : "s", a_.threshold, out.h);

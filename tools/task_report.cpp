@@ -37,14 +37,18 @@ std::string quoted(const std::string& t) {
   return s + "\"";
 }
 
-void label(kestrel::Image& img, int x, int y, const std::string& text, kestrel::Color color) {
-  const int scale = std::max(1, std::min(img.w, img.h) / 300);
+}  // namespace
+
+void draw_label(kestrel::Image& img, int x, int y, const std::string& text, kestrel::Color color) {
+  const int scale = std::max(1, std::min(img.w, img.h) / 250);
   int tw = 0, th = 0;
   kestrel::text_size(text, scale, &tw, &th);
   if (y - th - scale >= 0) y -= th + scale;
   kestrel::draw_rectangle(img, x, y, x + tw + 2 * scale, y + th + scale, kestrel::Color{0, 0, 0}, 0);
   kestrel::draw_text(img, x + scale, y + scale, text, color, scale);
 }
+
+namespace {
 
 int round_px(float v) { return static_cast<int>(std::lround(std::clamp(v, -1e6f, 1e6f))); }
 
@@ -97,12 +101,12 @@ void draw_task_result(kestrel::Image& img, const kestrel::TaskResult& r, float m
     const kestrel::Color c = kColors[i % 8];
     kestrel::draw_rectangle(img, round_px(f.box.x0), round_px(f.box.y0), round_px(f.box.x1), round_px(f.box.y1), c, t);
     for (const kestrel::Keypoint& k : f.landmarks) kestrel::draw_circle(img, round_px(k.x), round_px(k.y), t + 1, c);
-    label(img, round_px(f.box.x0), round_px(f.box.y0), "face " + num(std::round(f.score * 100) / 100), c);
+    draw_label(img, round_px(f.box.x0), round_px(f.box.y0), "face " + num(std::round(f.score * 100) / 100), c);
   }
   for (const kestrel::Detection& o : r.objects) {
     const kestrel::Color c = kColors[static_cast<size_t>(std::max(o.label, 0)) % 8];
     kestrel::draw_rectangle(img, round_px(o.box.x0), round_px(o.box.y0), round_px(o.box.x1), round_px(o.box.y1), c, t);
-    label(img, round_px(o.box.x0), round_px(o.box.y0),
+    draw_label(img, round_px(o.box.x0), round_px(o.box.y0),
           (o.name.empty() ? std::to_string(o.label) : o.name) + " " + num(std::round(o.score * 100) / 100), c);
   }
 }
