@@ -56,9 +56,18 @@ class Padding final : public Layer {
                        " must be smaller than axis " + std::to_string(a) + "'s extent " + std::to_string(in[a]));
       }
       out[a] = static_cast<int>(n);
+    }
+    // The output must be a blob the net can hold (at most INT_MAX values) before the
+    // per-axis maps, one int per output position, are built.
+    long long total = 1;
+    for (int a = 0; a < ndim; ++a) {
+      total *= out[a];
+      if (total > 0x7fffffffLL) return corrupt("pads make the output larger than INT_MAX values");
+    }
+    for (int a = 0; a < ndim; ++a) {
       std::vector<int>& map = source_[lead + a];
-      map.resize(static_cast<size_t>(n));
-      for (int o = 0; o < out[a]; ++o) map[o] = source_index(o - before, in[a]);
+      map.resize(static_cast<size_t>(out[a]));
+      for (int o = 0; o < out[a]; ++o) map[o] = source_index(o - pads_[a], in[a]);
     }
     outputs[0] = layer_util::shape_from_extents(out, ndim);
     return Status::Ok();
