@@ -60,7 +60,6 @@ constexpr uintmax_t kMaxModelBytes = 4u << 20;
 constexpr size_t kMaxInputElements = 1u << 20;
 
 enum Outcome { kPass = 0, kUnsupported, kFail, kTooLarge, kOutcomes };
-const char* const kOutcomeNames[] = {"pass", "unsupported", "fail", "too large"};
 
 struct TestResult {
   std::string name;  // "node/test_relu"

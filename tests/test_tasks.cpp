@@ -178,7 +178,9 @@ TEST_SUITE("tasks") {
   TEST_CASE("Task::init names the metadata that is missing or wrong") {
     const std::pair<const char*, const char*> cases[] = {
         {"task", "task=''"}, {"task.center", "task.center is missing"}, {"task.offset", "task.offset is missing"}};
-    for (const auto& [skip, words] : cases) {
+    for (const auto& c : cases) {
+      const char* skip = c.first;
+      const char* words = c.second;
       CAPTURE(skip);
       kestrel::Net net;
       REQUIRE(kt::load(net, pose_net(skip)).ok());
