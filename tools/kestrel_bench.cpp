@@ -17,7 +17,18 @@
 #include "kestrel/net.h"
 #include "npy.h"
 
+// --insn-marks: bench/arm/insn_count.py counts the guest instructions between calls of
+// this function under qemu-aarch64 (its plugin's mark=kestrel_insn_mark), which the
+// bench makes once before each inference and once after every layer. noinline and the
+// asm's memory clobber keep every call, in its place; without --insn-marks nothing calls
+// it and no observer is installed, so the counted code is the plain inference.
+extern "C" __attribute__((noinline)) void kestrel_insn_mark(int step) { asm volatile("" : : "r"(step) : "memory"); }
+
 namespace {
+
+// Every call goes through this pointer: a direct call with a constant argument lets the
+// compiler call a clone (kestrel_insn_mark.constprop.0) that the plugin does not watch.
+void (*volatile insn_mark)(int) = kestrel_insn_mark;
 
 struct Args {
   std::string model;
@@ -32,6 +43,7 @@ struct Args {
   std::map<std::string, std::string> npy_inputs;  // input name -> .npy path
   std::map<std::string, kestrel::Shape> shapes;   // --shape overrides
   bool profile = false;
+  bool insn_marks = false;
   std::string json;          // write the results here too
   std::string memory_trace;  // CSV of bytes after every layer of 3 fresh inferences
 };
@@ -41,14 +53,16 @@ const char* kUsage =
     "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast] [--fuse on|off]\n"
     "                     [--blocked on|off]\n"
     "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
-    "                     [--json OUT.json] [--memory-trace OUT.csv]\n"
+    "                     [--json OUT.json] [--memory-trace OUT.csv] [--insn-marks]\n"
     "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"
     "time of input + extract of every output, per inference, after the warm-up runs.\n"
     "--shape prepares an input for another shape (C,H,W or 1,C,H,W). --profile then runs\n"
     "the loops again with a per-layer timer: median time per layer and per layer type,\n"
     "GFLOP/s and % of the measured FMA peak at this thread count. --memory-trace records\n"
     "feature-map bytes in use and held after every layer of three inferences of a fresh\n"
-    "Extractor (the paper's Figure 7).\n";
+    "Extractor (the paper's Figure 7). --insn-marks calls kestrel_insn_mark() before each\n"
+    "inference and after every layer of the warm-up and timed loops, and lists the layers\n"
+    "in the order of their marks (bench/arm/insn_count.py counts instructions between them).\n";
 
 // "C,H,W" or "1,C,H,W" (the batch of one that kestrel-convert's --input-shape takes).
 bool parse_shape(const std::string& v, kestrel::Shape* shape) {
@@ -74,6 +88,10 @@ bool parse(int argc, char** argv, Args* a) {
     const std::string f = argv[i];
     if (f == "--profile") {
       a->profile = true;
+      continue;
+    }
+    if (f == "--insn-marks") {
+      a->insn_marks = true;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -130,6 +148,13 @@ struct LayerTimes {
   std::chrono::steady_clock::time_point last;
 };
 
+// The layers in the order their marks come in one inference (--insn-marks).
+struct MarkedLayer {
+  int index;
+  std::string name, type, kernel;
+  double macs;
+};
+
 // Whitespace and quotes in names would break the JSON; model names are identifiers.
 std::string json_str(const std::string& v) {
   std::string o = "\"";
@@ -169,13 +194,18 @@ class Bench {
   // Warm-up, then the timed loops: fills ms_ and the memory stats.
   bool time_loops() {
     kestrel::Extractor ex = net_.create_extractor();
+    if (a_.insn_marks) install_insn_marks(ex);
     for (int i = 0; i < a_.warmup; ++i) {
+      if (a_.insn_marks) insn_mark(-1);
       if (!infer(ex)) return false;
+      marks_listed_ = true;
     }
     ex.reset_memory_stats();
     for (int i = 0; i < a_.loops; ++i) {
+      if (a_.insn_marks) insn_mark(-1);
       const auto t0 = std::chrono::steady_clock::now();
       if (!infer(ex)) return false;
+      marks_listed_ = true;
       ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     stats_ = ex.memory_stats();
@@ -212,6 +242,16 @@ class Bench {
     }
     peak_gflops_ = kestrel::bench::fma_peak_gflops(kestrel::kernels::active_isa(), a_.threads);
     return true;
+  }
+
+  // A mark after every layer; the first inference's layers are kept for the listing.
+  void install_insn_marks(kestrel::Extractor& ex) {
+    ex.set_observer([this](const kestrel::LayerEvent& ev) {
+      insn_mark(ev.layer_index);
+      if (marks_listed_) return;
+      marked_.push_back({ev.layer_index, ev.layer_name, ev.layer_type, *ev.kernel ? ev.kernel : "reference",
+                         ev.multiply_adds});
+    });
   }
 
   // Three inferences of a fresh Extractor, bytes after every layer.
@@ -251,6 +291,8 @@ class Bench {
   kestrel::MemoryStats stats_;
   LayerTimes times_;
   double peak_gflops_ = 0;
+  std::vector<MarkedLayer> marked_;
+  bool marks_listed_ = false;
 };
 
 bool Bench::make_inputs() {
@@ -321,6 +363,17 @@ void Bench::print() const {
               static_cast<double>(st.system_allocations) / a_.loops, st.pool_hits);
   std::printf("weights          %.2f MiB\n", mib(net_.weight_bytes()));
   std::printf("peak RSS         %.2f MiB\n", static_cast<double>(self_usage().ru_maxrss) / 1024.0);
+  if (a_.insn_marks) {
+    // Tab-separated, the name last: insn_count.py maps the k-th mark after an
+    // inference's first to the k-th line.
+    std::printf("insn-marks       %d inferences: a mark before each, then one after each of these %zu layers\n",
+                a_.warmup + a_.loops, marked_.size());
+    for (size_t k = 0; k < marked_.size(); ++k) {
+      const MarkedLayer& m = marked_[k];
+      std::printf("insn-mark-layer\t%zu\t%d\t%s\t%s\t%.0f\t%s\n", k, m.index, m.type.c_str(), m.kernel.c_str(), m.macs,
+                  m.name.c_str());
+    }
+  }
   if (!a_.profile) return;
   const LayerTimes& t = times_;
   double total = 0;
