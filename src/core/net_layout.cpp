@@ -69,30 +69,41 @@ void choose_blocked_layouts(NetImpl& net) {
   // A blob's layout as decided so far is its shape's elempack (1 until blocked).
   auto pack = [&](int b) { return net.blob_shapes[b].elempack; };
   // Blocks `blobs` with w lanes where every Convolution writing or reading them takes
-  // the layouts that leaves it (its other operand as decided so far). With 16 lanes
-  // (AVX-512) a layer whose kernel does not take them may take another kernel that does
+  // the layouts that leaves it (its other operand as decided so far). The lane counts
+  // are those of every ISA (no kernel of another ISA's lanes is ever selected, so a
+  // count that no active kernel takes fails its dry run). With 16 lanes (AVX-512) a
+  // layer whose kernel does not take them may take another kernel that does
   // (convolution.cpp): MobileNet v1 then keeps its maps blocked from 56x56 down, 3.8%
   // faster at 1 thread and 4.4% at 2 (AMD EPYC, bench/ab). With 8 (AVX2) the kernels stay
   // as chosen: there MobileNet v2's 112x112 and 56x56 depthwise layers, re-chosen to
   // write blocked maps, lost their fusion with the 1x1 before them and the 1x1 channel
-  // tiles after them ran slower than the pixel tiles, 12.7% slower.
+  // tiles after them ran slower than the pixel tiles, 12.7% slower. With 4 (NEON, ncnn's
+  // pack4) the blocked kernels are kernels of their own (the planar ones keep their
+  // layouts), so they are always re-chosen.
+  struct Lanes {
+    int w;
+    bool rechoose;
+  };
+  constexpr Lanes kLanes[] = {{16, true}, {8, false}, {4, true}};
   auto try_block = [&](const std::vector<int>& blobs) {
     std::vector<int> convs;
     if (!set_layers(net, blobs, &convs)) return false;
-    auto retarget = [&](int w, bool dry_run) {
-      auto packed = [&](int b) { return std::count(blobs.begin(), blobs.end(), b) ? w : pack(b); };
+    auto retarget = [&](const Lanes& lanes, bool dry_run) {
+      auto packed = [&](int b) { return std::count(blobs.begin(), blobs.end(), b) ? lanes.w : pack(b); };
       bool all = true;
       for (int li : convs) {
         const NetLayer& l = net.layers[li];
-        all = all && set_convolution_packs(*l.impl, packed(l.bottoms[0]), packed(l.tops[0]), w == 16, dry_run);
+        all = all &&
+              set_convolution_packs(*l.impl, packed(l.bottoms[0]), packed(l.tops[0]), lanes.rechoose, dry_run);
       }
       return all;
     };
-    for (int w : {16, 8}) {
+    for (const Lanes& lanes : kLanes) {
+      const int w = lanes.w;
       bool all = true;
       for (int b : blobs) all = all && net.blob_shapes[b].c % w == 0;
-      if (!all || !retarget(w, true)) continue;
-      retarget(w, false);
+      if (!all || !retarget(lanes, true)) continue;
+      retarget(lanes, false);
       for (int b : blobs) {
         Shape& shape = net.blob_shapes[b];
         shape.c /= w;
