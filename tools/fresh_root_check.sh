@@ -125,6 +125,7 @@ inside() {
     [ "$name" != "$SHOW_STEP" ] || show=1
     chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      ${NETWORK_CA:+NODE_EXTRA_CA_CERTS=$NETWORK_CA} \
       /bin/bash -c "cd /kestrel/main && $cmd" </dev/null 2>&1 |
       while IFS= read -r line; do
         printf '[%4d s] %s\n' $((SECONDS - start)) "$line"
@@ -263,6 +264,16 @@ if [ -d "$SHARED" ]; then
   tar -C "$SHARED" -cf - . | tar -C "$ROOT/kestrel/shared" -xf -
 fi
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# The network's own certificate authorities (a host behind a TLS-inspecting proxy trusts
+# one through /usr/local/share/ca-certificates): part of the machine's network, like
+# resolv.conf, not of what the project installs. Without them npm, which the demo needs,
+# cannot reach its registry from the root. A new machine on an open network has none.
+NETWORK_CA=""
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cat /usr/local/share/ca-certificates/*.crt >"$ROOT/etc/kestrel-network-ca.pem"
+  NETWORK_CA=/etc/kestrel-network-ca.pem
+fi
+export NETWORK_CA
 # A throwaway root: dpkg need not fsync each file it unpacks (Docker's Debian images
 # did the same). It changes how long the installs take, not what they install.
 echo force-unsafe-io >"$ROOT/etc/dpkg/dpkg.cfg.d/kestrel-fresh-root"
