@@ -4,14 +4,14 @@
 // 1x1 on small maps with pixel tails, partial panels and sliced K; channel-vector
 // depthwise at both strides with row and pixel tails, rows up to 114 wide, 3x3 and 5x5
 // windows with symmetric, TF SAME and no padding; stems' channel tiles writing blocked
-// maps), fused activations including one applied after the store, 1 and 3 threads. The
-// same fma chains must give the same bits.
+// maps; channel counts that are whole blocks of 4 but not of 8), fused activations
+// including one applied after the store, 1 and 3 threads. The same fma chains must give
+// the same bits.
 #include <cstring>
 #include <map>
 #include <sstream>
 
-#include "kernel_test_util.h"
-#include "kernels/conv_kernels.h"
+#include "conv_test_util.h"
 
 namespace {
 
@@ -94,6 +94,26 @@ std::vector<ConvGeometry> geometries() {
   for (const Dw& d : {Dw{32, 5, 112, 1, 1}, Dw{16, 4, 97, 1, 1}, Dw{16, 3, 114, 1, 0}}) {
     out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5]));
   }
+  // 4-lane blocks (NEON's pack4): channels a multiple of 4 but not of 8, rows of 1 to
+  // 17 pixels (every tail of a 4-pixel step with and without edge pixels), row counts
+  // with every tail of 3- and 2-row steps, both strides, pad 0, 1, 2 and TF SAME (0
+  // before, 1 after), 1x1 maps.
+  struct Dw4 {
+    int c, h, w, s, pad, pad_end;
+  };
+  for (const Dw4& d : {Dw4{4, 1, 1, 1, 1, 1}, Dw4{12, 1, 1, 2, 1, 1}, Dw4{4, 2, 2, 2, 0, 1}, Dw4{20, 7, 7, 1, 1, 1},
+                       Dw4{12, 5, 2, 1, 1, 1}, Dw4{4, 3, 3, 1, 0, 0}, Dw4{36, 4, 5, 2, 1, 1}, Dw4{4, 8, 6, 2, 0, 1},
+                       Dw4{12, 6, 9, 1, 1, 1}, Dw4{4, 9, 10, 2, 1, 1}, Dw4{20, 10, 11, 1, 0, 0},
+                       Dw4{4, 13, 12, 2, 0, 1}, Dw4{12, 11, 13, 1, 1, 1}, Dw4{4, 14, 14, 2, 0, 1},
+                       Dw4{4, 12, 15, 1, 1, 1}, Dw4{12, 7, 16, 2, 1, 1}, Dw4{4, 17, 17, 1, 1, 1},
+                       Dw4{20, 3, 8, 1, 0, 1}, Dw4{4, 15, 4, 2, 1, 1}, Dw4{4, 5, 6, 1, 2, 2},
+                       Dw4{12, 4, 4, 2, 1, 2}, Dw4{4, 9, 12, 1, 1, 0}}) {
+    out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5], 3, d.pad_end));
+  }
+  // 1x1 layers between 4-lane blocks: channel counts 4, 12, 20 in and 4, 12, 28 out.
+  for (const Pw& p : {Pw{4, 5, 7, 12}, Pw{12, 9, 9, 28}, Pw{20, 3, 11, 4}, Pw{12, 16, 16, 12}, Pw{20, 1, 1, 28}}) {
+    out.push_back(pointwise(p.c, p.h, p.w, p.out_c, acts[a++ % 5]));
+  }
   // 5x5 depthwise (MobileNet v3, CenterNet): both strides, symmetric and TF SAME
   // padding, none, 1x1 outputs, rows of 1 to 70 pixels read in place and from padding,
   // 1 to 4 groups of 16 (2 to 8 of 8).
@@ -126,32 +146,6 @@ std::vector<ConvGeometry> geometries() {
   return out;
 }
 
-// Runs k on g with `in` (planar) given in g.in_pack's layout; the output comes back
-// planar.
-Mat run_kernel(const ConvKernel* k, const ConvGeometry& g, const Mat& in, const float* packed, int threads) {
-  Mat src = g.in_pack == 1 ? in : kestrel::convert_packing(in, g.in_pack);
-  REQUIRE(src.data != nullptr);
-  Shape os = Shape::make3(g.out_w, g.out_h, g.out_c / g.out_pack);
-  os.elempack = g.out_pack;
-  Mat out;
-  REQUIRE(out.create(os));
-  kt::fill_sentinel(out);
-  kt::KernelScratch scratch;
-  const auto ctx = scratch.make(k->workspace_bytes(g), k->workspace_per_thread_bytes(g), threads);
-  k->run(g, packed, src.data, src.cstep, out.data, out.cstep, ctx);
-  CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
-  return g.out_pack == 1 ? out : kestrel::convert_packing(out, 1);
-}
-
-bool same_values(const Mat& a, const Mat& b) {
-  if (a.shape() != b.shape()) return false;
-  const size_t plane = size_t(a.w) * a.h;
-  for (int c = 0; c < a.c; ++c) {
-    if (std::memcmp(a.channel(c), b.channel(c), plane * sizeof(float)) != 0) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_SUITE("kernels") {
@@ -169,25 +163,39 @@ TEST_SUITE("kernels") {
         const int lanes = k->blocked_lanes;
         if (lanes == 0) continue;
         // Some geometries are claimed only with a blocked input (the channel tiles on
-        // maps above 14x14 read it in place) or output (the stems' channel tiles). The
-        // first layout claimed is checked against the reference, and every other one
-        // against it bit for bit.
+        // maps above 14x14 read it in place), output (the stems' channel tiles) or both
+        // (NEON's pack4 kernels). The first layout claimed is checked against the
+        // reference, and every other one against it bit for bit.
         ConvGeometry first = g;
-        for (int side = 0; side < 2 && !k->supports(first); ++side) {
+        for (int side = 0; side < 3 && !k->supports(first); ++side) {
           first = g;
-          (side ? first.out_pack : first.in_pack) = lanes;
+          if (side != 1) first.in_pack = lanes;
+          if (side != 0) first.out_pack = lanes;
         }
         if (!k->supports(first)) continue;
         Mat packed;
         REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)) + 1)));
         k->pack(g, w.data(), b.data(), packed.data);
-        const Mat want = run_kernel(k, first, in, packed.data, 1);
+        const Mat want = kt::run_conv_kernel(k, first, in, packed.data, 1);
         {
           Mat ref;
           REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
           kestrel::kernels::conv_reference(g, w.data(), b.data(), in.data, in.cstep, ref.data, ref.cstep, 1);
           INFO(std::string(k->name) << (first.planar() ? "" : " (blocked only)") << ": " << describe(first));
           CHECK(kt::relative_error(want, ref) <= k->tolerance);
+        }
+        // A kernel of blocked input and output only (NEON's pack4) stands in for the
+        // planar kernel chosen for the layer, which must give the same bits (a network
+        // with blocked maps computes what it does with planar ones).
+        if (first.in_pack != 1 && first.out_pack != 1) {
+          const ConvKernel* planar = kestrel::kernels::select_conv_kernel(g, kestrel::kernels::active_isa());
+          if (planar != nullptr && planar->blocked_lanes == 0) {
+            Mat planar_packed;
+            REQUIRE(planar_packed.create(Shape::make1(int(planar->packed_floats(g)) + 1)));
+            planar->pack(g, w.data(), b.data(), planar_packed.data);
+            INFO(std::string(k->name) << " against " << planar->name << ": " << describe(first));
+            CHECK(kt::same_plane_values(kt::run_conv_kernel(planar, g, in, planar_packed.data, 1), want));
+          }
         }
         for (int in_pack : {1, lanes}) {
           for (int out_pack : {1, lanes}) {
@@ -202,7 +210,7 @@ TEST_SUITE("kernels") {
             if (!k->supports(gb)) continue;
             for (int threads : {1, 3}) {
               INFO("threads " << threads);
-              CHECK(same_values(run_kernel(k, gb, in, packed.data, threads), want));
+              CHECK(kt::same_plane_values(kt::run_conv_kernel(k, gb, in, packed.data, threads), want));
             }
             tested[k->name]++;
           }

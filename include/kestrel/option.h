@@ -35,8 +35,9 @@ struct Option {
   bool fuse_layers = true;
   // Keep feature maps between fast convolution kernels that take them in a channel-
   // blocked layout (ONNX Runtime's NCHWc, ncnn's packing layout; x86 AVX-512 and AVX2:
-  // MobileNet v1 from the stem's output on, v2's residual blocks from 28x28), so that depthwise
-  // and 1x1 kernels skip their transposes and copies. Results are bit-identical;
+  // MobileNet v1 from the stem's output on, v2's residual blocks from 28x28; aarch64 NEON
+  // in blocks of 4 channels, ncnn's pack4), so that depthwise and 1x1 kernels skip their
+  // transposes and copies. Results are bit-identical;
   // extract() of such a blob returns a planar copy (an allocation). Read at load().
   bool blocked_layout = true;
   // Where feature-map memory comes from (the "system" allocator under the strategy).

@@ -6,9 +6,12 @@ namespace kestrel::kernels::detail {
 
 std::vector<const ConvKernel*> arch_conv_kernels() {
   return {
+      &arm::kF32Conv1x1Pack4_Neon,
       &arm::kF32Conv1x1_8x8_Neon,
+      &arm::kF32DwConv3x3Pack4_Neon,
       &arm::kF32DwConv3x3_Neon,
       &arm::kF32ConvWinograd_Neon,
+      &arm::kF32ConvStemPack1to4_Neon,
       &arm::kF32ConvSgemm_Neon,
   };
 }
