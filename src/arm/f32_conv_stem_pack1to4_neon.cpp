@@ -7,9 +7,10 @@
 // An output row at a time (all channel blocks): the K * in_c input rows it reads are
 // copied once into per-thread zero-padded rows (a row above or below the map is a
 // shared zero row), so every tile runs the same code. A tile is 8 output pixels x 4
-// output channels in 8 accumulators; per (input channel, ky) it loads the K weight
-// vectors and the (7 * S + K) floats of the padded row, and each of the 8 * K fmas
-// takes its input by lane, so nothing is transposed. Each output is one fma chain
+// output channels (one block) in 8 accumulators, or two blocks in 16; per (input
+// channel, ky) it loads the (7 * S + K) floats of the padded row once and the K weight
+// vectors of each block, and each of the 8 * K fmas per block takes its input by lane,
+// so nothing is transposed. Each output is one fma chain
 // over kk = (ic * K + ky) * K + kx from zero with the bias added last: the order of
 // f32_conv_sgemm_8x12_neon, so blocked and planar networks agree bit for bit.
 #include <omp.h>
@@ -78,22 +79,57 @@ __attribute__((always_inline)) inline void tap(float32x4_t (&acc)[kTile], float3
   ((acc[X] = vfmaq_laneq_f32(acc[X], w, in[(X * S + kx) / 4], (X * S + kx) % 4)), ...);
 }
 
-// One (input channel, ky) step of a tile: the K taps in kx order (as kk runs).
-template <int K, int S, size_t... KX>
-__attribute__((always_inline)) inline void row_step(float32x4_t (&acc)[kTile], const float* w, const float* row,
-                                                    std::index_sequence<KX...>) {
+// One (input channel, ky) step of a tile of B channel blocks: the row is loaded once for
+// all of them, then the K taps in kx order (as kk runs); block b's weights are
+// w_stride floats after block b - 1's.
+template <int K, int S, int B, size_t... KX>
+__attribute__((always_inline)) inline void row_step(float32x4_t (&acc)[B][kTile], const float* w, size_t w_stride,
+                                                    const float* row, std::index_sequence<KX...>) {
   constexpr int kVecs = ((kTile - 1) * S + K + 3) / 4;
   float32x4_t in[kVecs];
   for (int v = 0; v < kVecs; ++v) in[v] = vld1q_f32(row + 4 * v);
-  (tap<S, static_cast<int>(KX)>(acc, vld1q_f32(w + kLanes * KX), in, std::make_index_sequence<kTile>{}), ...);
+  auto taps_of = [&](auto kx_c) {
+    constexpr int kx = decltype(kx_c)::value;
+    for (int b = 0; b < B; ++b) {
+      tap<S, kx>(acc[b], vld1q_f32(w + b * w_stride + kLanes * kx), in, std::make_index_sequence<kTile>{});
+    }
+  };
+  (taps_of(std::integral_constant<int, static_cast<int>(KX)>{}), ...);
 }
+
+// Channel blocks [b, b + B) of tile t of output row oy, stored with bias and activation.
+template <int K, int S, int B, Act kAct>
+__attribute__((always_inline)) inline void tile(const ConvGeometry& g, const float* packed, const float* const* rows,
+                                                size_t b, int t, int oy, float* out, size_t out_cstep,
+                                                const Epilogue<kAct>& epi) {
+  const size_t n = taps(g);
+  float32x4_t acc[B][kTile];
+  for (auto& row : acc) {
+    for (auto& a : row) a = vdupq_n_f32(0.f);
+  }
+  const float* w = packed + b * n * kLanes;
+  for (int r = 0; r < g.in_c * K; ++r, w += K * kLanes) {
+    row_step<K, S, B>(acc, w, n * kLanes, rows[r] + t * kTile * S, std::make_index_sequence<K>{});
+  }
+  const float* bias_all = packed + blocks(g) * n * kLanes;
+  const int x0 = t * kTile, nx = std::min(kTile, g.out_w - x0);
+  for (int i = 0; i < B; ++i) {
+    const float32x4_t bias = vld1q_f32(bias_all + (b + i) * kLanes);
+    float* o = out + (b + i) * out_cstep + (static_cast<size_t>(oy) * g.out_w + x0) * kLanes;
+    for (int x = 0; x < nx; ++x) vst1q_f32(o + kLanes * x, epi(vaddq_f32(acc[i][x], bias)));
+    epi.finish(o, static_cast<size_t>(nx) * kLanes);
+  }
+}
+
+// Blocks per tile: two share each loaded row (16 accumulators + the row + 2K weight
+// vectors fit the 32 registers up to K = 5); a 7x7 window takes one.
+template <int K>
+constexpr int kPairBlocks = K <= 5 ? 2 : 1;
 
 template <int K, int S, Act kAct>
 void run_rows(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
               size_t out_cstep, const KernelContext& ctx, const Epilogue<kAct>& epi) {
   const int wp = padded_width(g);
-  const size_t n = taps(g);
-  const float* bias_all = packed + blocks(g) * n * kLanes;
   const int tiles = (g.out_w + kTile - 1) / kTile;
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
   {
@@ -115,22 +151,12 @@ void run_rows(const ConvGeometry& g, const float* packed, const float* in, size_
           rows[ic * K + ky] = inside ? slot : zero;
         }
       }
-      for (size_t b = 0; b < blocks(g); ++b) {
-        const float* wb = packed + b * n * kLanes;
-        const float32x4_t bias = vld1q_f32(bias_all + b * kLanes);
-        float* orow = out + b * out_cstep + static_cast<size_t>(oy) * g.out_w * kLanes;
-        for (int t = 0; t < tiles; ++t) {
-          float32x4_t acc[kTile];
-          for (auto& a : acc) a = vdupq_n_f32(0.f);
-          const float* w = wb;
-          for (int r = 0; r < g.in_c * K; ++r, w += K * kLanes) {
-            row_step<K, S>(acc, w, rows[r] + t * kTile * S, std::make_index_sequence<K>{});
-          }
-          const int x0 = t * kTile, nx = std::min(kTile, g.out_w - x0);
-          float* o = orow + static_cast<size_t>(x0) * kLanes;
-          for (int x = 0; x < nx; ++x) vst1q_f32(o + kLanes * x, epi(vaddq_f32(acc[x], bias)));
-          epi.finish(o, static_cast<size_t>(nx) * kLanes);
-        }
+      constexpr int kB = kPairBlocks<K>;
+      const size_t nb = blocks(g);
+      for (int t = 0; t < tiles; ++t) {
+        size_t b = 0;
+        for (; b + kB <= nb; b += kB) tile<K, S, kB>(g, packed, rows, b, t, oy, out, out_cstep, epi);
+        for (; b < nb; ++b) tile<K, S, 1>(g, packed, rows, b, t, oy, out, out_cstep, epi);
       }
     }
   }
