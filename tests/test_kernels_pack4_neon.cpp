@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "conv_test_util.h"
+#include "kernels/isa.h"
 
 namespace {
 
@@ -105,6 +106,9 @@ TEST_SUITE("kernels") {
     const ConvKernel* k = find_kernel("f32_conv1x1_pack4_8x8_neon");
     const ConvKernel* planar = find_kernel("f32_conv1x1_8x8_neon");
     if (!k || !planar) {
+      // An aarch64 build running NEON must have both: a kernel dropped from the
+      // registry must fail here, not skip.
+      CHECK(kestrel::kernels::active_isa() != kestrel::kernels::Isa::kNeon);
       MESSAGE("no NEON 1x1 kernels in this build: nothing to compare");
       return;
     }
