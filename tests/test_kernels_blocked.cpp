@@ -143,6 +143,21 @@ std::vector<ConvGeometry> geometries() {
     g.out_w = (t.w + 2 * t.pad - t.k) / t.s + 1;
     out.push_back(g);
   }
+  // Dense 3x3 stride 1 (Winograd on NEON: 4x4 tiles on small maps, 6x6 from ~28x28 on):
+  // channels 8 to 36 with a last output block of 4, maps of 5 to 30 pixels with every
+  // partial tile, padding 0, 1, 2 and 1 before / 0 after.
+  struct Dense {
+    int c, h, w, out_c, pad, pad_end;
+  };
+  for (const Dense& d : {Dense{8, 7, 7, 16, 1, 1}, Dense{12, 14, 14, 12, 1, 1}, Dense{16, 5, 9, 20, 1, 1},
+                         Dense{32, 28, 28, 8, 1, 1}, Dense{20, 17, 13, 28, 0, 0}, Dense{16, 6, 6, 4, 2, 2},
+                         Dense{36, 11, 13, 36, 1, 0}, Dense{16, 30, 30, 12, 1, 1}, Dense{8, 29, 31, 24, 1, 1}}) {
+    ConvGeometry g = depthwise(1, d.h, d.w, 1, d.pad, acts[a++ % 5], 3, d.pad_end);
+    g.in_c = d.c;
+    g.out_c = d.out_c;
+    g.group = 1;
+    out.push_back(g);
+  }
   return out;
 }
 

@@ -13,7 +13,7 @@ extern const ConvKernel kF32Conv1x1Pack4_Neon;     // 1x1, stride 1 and 2, pack4
 extern const ConvKernel kF32Conv1x1_8x8_Neon;      // 1x1, stride 1 and 2, packed input and weights
 extern const ConvKernel kF32DwConv3x3Pack4_Neon;   // 3x3 depthwise, stride 1 and 2, pack4 maps
 extern const ConvKernel kF32DwConv3x3_Neon;        // 3x3 depthwise, stride 1 and 2
-extern const ConvKernel kF32ConvWinograd_Neon;     // 3x3 stride 1, Winograd
+extern const ConvKernel kF32ConvWinogradPack4_Neon;  // 3x3 stride 1, Winograd F(6,3) / F(4,3), pack4 or planar
 extern const ConvKernel kF32ConvStemPack1to4_Neon;  // 3/5/7 stems of <= 8 planar channels into pack4
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
 

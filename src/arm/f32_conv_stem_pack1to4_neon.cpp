@@ -88,7 +88,7 @@ __attribute__((always_inline)) inline void row_step(float32x4_t (&acc)[B][kTile]
   constexpr int kVecs = ((kTile - 1) * S + K + 3) / 4;
   float32x4_t in[kVecs];
   for (int v = 0; v < kVecs; ++v) in[v] = vld1q_f32(row + 4 * v);
-  auto taps_of = [&](auto kx_c) {
+  auto taps_of = [&](auto kx_c) __attribute__((always_inline)) {
     constexpr int kx = decltype(kx_c)::value;
     for (int b = 0; b < B; ++b) {
       tap<S, kx>(acc[b], vld1q_f32(w + b * w_stride + kLanes * kx), in, std::make_index_sequence<kTile>{});

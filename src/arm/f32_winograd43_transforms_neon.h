@@ -1,6 +1,6 @@
-// Winograd F(4x4, 3x3) transforms (Lavin & Gray 2016), NEON, four tiles per vector:
-// lane u of every register belongs to tile u of a group of four. Self-contained (only
-// <arm_neon.h>) so bench scripts can compile it alone for llvm-mca.
+// Winograd F(4x4, 3x3) line transforms (Lavin & Gray 2016), NEON: each register holds
+// the same element of four independent lines (four channels of a pack4 tile). Self-contained (only
+// <arm_neon.h> and the tile driver) so bench scripts can compile it for llvm-mca.
 //
 //   V = B^T d B (6x6 input tile d),  Y = A^T M A (4x4 output from the 6x6 products M)
 //   B^T = [4  0 -5  0 1 0]     A^T = [1 1  1 1  1 0]
@@ -10,11 +10,13 @@
 //         [0  2 -1 -2 1 0]
 //         [0  4  0 -5 0 1]
 // Element xi = 6 * i + j of a transformed tile is row i, column j. The weight side
-// (U = G g G^T) is computed once at Net load in f32_conv_winograd43_neon.cpp.
+// (U = G g G^T) is computed once at Net load (src/kernels/winograd_weights.cpp).
 #pragma once
 #include <arm_neon.h>
 
 #include <cstddef>
+
+#include "arm/f32_winograd_tiles_neon.h"
 
 namespace kestrel::kernels::arm::wino43 {
 
@@ -45,46 +47,15 @@ __attribute__((always_inline)) inline void output_line(const float32x4_t m[6], f
   y[3] = vaddq_f32(vfmaq_n_f32(d12, d34, 8.f), m[5]);
 }
 
-// Transforms four input tiles: load(r, d) fills d[0..5] with row r of the tiles
-// (d[c] lane u = tile u, column c); element xi goes to v + xi * xi_stride.
-template <class Load>
-__attribute__((always_inline)) inline void input_tile4(Load&& load, float* v, size_t xi_stride) {
-  float32x4_t t[kAlpha][kAlpha];
-#pragma GCC unroll 6
-  for (int r = 0; r < kAlpha; ++r) {
-    float32x4_t d[kAlpha];
-    load(r, d);
-    input_line(d, t[r]);
+// The pair as wino::input_tile / output_tile take it.
+struct Lines {
+  static constexpr int kAlpha = wino43::kAlpha, kOut = wino43::kOut;
+  __attribute__((always_inline)) static void in(const float32x4_t d[kAlpha], float32x4_t r[kAlpha]) {
+    input_line(d, r);
   }
-#pragma GCC unroll 6
-  for (int j = 0; j < kAlpha; ++j) {
-    const float32x4_t col[kAlpha] = {t[0][j], t[1][j], t[2][j], t[3][j], t[4][j], t[5][j]};
-    float32x4_t o[kAlpha];
-    input_line(col, o);
-#pragma GCC unroll 6
-    for (int i = 0; i < kAlpha; ++i) vst1q_f32(v + (i * kAlpha + j) * xi_stride, o[i]);
+  __attribute__((always_inline)) static void out(const float32x4_t m[kAlpha], float32x4_t y[kOut]) {
+    output_line(m, y);
   }
-}
-
-// Output transform of four tiles: product xi of the tiles at m + xi * xi_stride; y[a][b]
-// lane u = output row a, column b of tile u.
-__attribute__((always_inline)) inline void output_tile4(const float* m, size_t xi_stride, float32x4_t y[kOut][kOut]) {
-  float32x4_t s[kAlpha][kOut];
-#pragma GCC unroll 6
-  for (int i = 0; i < kAlpha; ++i) {
-    float32x4_t line[kAlpha];
-#pragma GCC unroll 6
-    for (int j = 0; j < kAlpha; ++j) line[j] = vld1q_f32(m + (i * kAlpha + j) * xi_stride);
-    output_line(line, s[i]);
-  }
-#pragma GCC unroll 4
-  for (int b = 0; b < kOut; ++b) {
-    const float32x4_t col[kAlpha] = {s[0][b], s[1][b], s[2][b], s[3][b], s[4][b], s[5][b]};
-    float32x4_t o[kOut];
-    output_line(col, o);
-#pragma GCC unroll 4
-    for (int a = 0; a < kOut; ++a) y[a][b] = o[a];
-  }
-}
+};
 
 }  // namespace kestrel::kernels::arm::wino43

@@ -10,7 +10,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &arm::kF32Conv1x1_8x8_Neon,
       &arm::kF32DwConv3x3Pack4_Neon,
       &arm::kF32DwConv3x3_Neon,
-      &arm::kF32ConvWinograd_Neon,
+      &arm::kF32ConvWinogradPack4_Neon,
       &arm::kF32ConvStemPack1to4_Neon,
       &arm::kF32ConvSgemm_Neon,
   };

@@ -39,7 +39,7 @@
 #include <cstring>
 
 #include "kernels/conv_kernels.h"
-#include "kernels/winograd43_weights.h"
+#include "kernels/winograd_weights.h"
 #include "x86/f32_gemm_x86.h"
 
 KESTREL_X86_NS_BEGIN
