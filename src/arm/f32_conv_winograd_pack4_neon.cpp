@@ -49,6 +49,8 @@ constexpr int kMaxInChannels = 1 << 14;
 // V and M of a chunk of tiles stay within this, about an L2 (the GEMM reads V[xi] again
 // for every output block): ResNet's 56x56 layers run in two chunks.
 constexpr size_t kChunkBytes = size_t(2) << 20;
+// Zeros: the GEMM's bias (the real one is added after the output transform) and the
+// rows of an input tile outside the map (alpha <= 8 vectors).
 alignas(16) const float kZeroBias[p4::kBiasFloats] = {};
 
 struct Plan {
@@ -190,31 +192,15 @@ void transform_input(const Args& a, size_t cb, size_t t) {
   const int tile = static_cast<int>(a.t0 + t);
   const int iy0 = tile / a.p->tiles_w * L::kOut - g.pad_top, ix0 = tile % a.p->tiles_w * L::kOut - g.pad_left;
   const float* base = a.in + cb * a.in_cstep;
-  float* dst = a.v + (cb * a.nt + t) * kLanes;
-  const size_t xi_stride = a.p->kb * a.nt * kLanes;
-  const bool inside = iy0 >= 0 && ix0 >= 0 && iy0 + L::kAlpha <= g.in_h && ix0 + L::kAlpha <= g.in_w;
-  if (inside) {
-    const float* p = base + (static_cast<size_t>(iy0) * g.in_w + ix0) * kLanes;
-    const size_t row = static_cast<size_t>(g.in_w) * kLanes;
-    wino::input_tile<L>(
-        [&](int r, float32x4_t d[]) {
-#pragma GCC unroll 8
-          for (int c = 0; c < L::kAlpha; ++c) d[c] = vld1q_f32(p + r * row + c * kLanes);
-        },
-        dst, xi_stride);
-    return;
+  // Row pointers at the tile's column 0, which may lie left of the map (only columns
+  // from c0 on are read); rows outside the map read zeros.
+  const float* rows[L::kAlpha];
+  for (int r = 0; r < L::kAlpha; ++r) {
+    const int y = iy0 + r;
+    rows[r] = y >= 0 && y < g.in_h ? base + (static_cast<ptrdiff_t>(y) * g.in_w + ix0) * kLanes : kZeroBias;
   }
-  const int c0 = std::max(0, -ix0), c1 = std::min(L::kAlpha, g.in_w - ix0);
-  wino::input_tile<L>(
-      [&](int r, float32x4_t d[]) {
-        const int y = iy0 + r;
-        const bool row_in = y >= 0 && y < g.in_h;
-        const float* p = base + (static_cast<size_t>(row_in ? y : 0) * g.in_w + ix0) * kLanes;
-        for (int c = 0; c < L::kAlpha; ++c) {
-          d[c] = row_in && c >= c0 && c < c1 ? vld1q_f32(p + c * kLanes) : vdupq_n_f32(0.f);
-        }
-      },
-      dst, xi_stride);
+  wino::input_tile<L>(rows, std::max(0, -ix0), std::min(L::kAlpha, g.in_w - ix0), a.v + (cb * a.nt + t) * kLanes,
+                      a.p->kb * a.nt * kLanes);
 }
 
 // Phase 2 for product xi and output block ob over the chunk's tiles.
@@ -249,26 +235,31 @@ void transform_output(const Args& a, size_t j, size_t t, const float* bias, floa
   const ConvGeometry& g = *a.g;
   const int tile = static_cast<int>(a.t0 + t);
   const int oy0 = tile / a.p->tiles_w * N, ox0 = tile % a.p->tiles_w * N;
-  float32x4_t y[N][N];
-  wino::output_tile<L>(a.m + (j * a.nt + t) * kLanes, a.p->ob4 * a.nt * kLanes, y);
+  const float* m = a.m + (j * a.nt + t) * kLanes;
+  const size_t xi_stride = a.p->ob4 * a.nt * kLanes;
   const float32x4_t b = vld1q_f32(bias + j * kLanes);
   const int rows = std::min(N, g.out_h - oy0), cols = std::min(N, g.out_w - ox0);
-  for (int r = 0; r < rows; ++r) {
-    const size_t px = static_cast<size_t>(oy0 + r) * g.out_w + ox0;
-    if constexpr (kOutPack == kLanes) {
-      float* dst = out + j * out_cstep + px * kLanes;
-#pragma GCC unroll 6
-      for (int c = 0; c < N; ++c) {
-        if (c < cols) vst1q_f32(dst + c * kLanes, epi(vaddq_f32(y[r][c], b)));
-      }
-      epi.finish(dst, static_cast<size_t>(cols) * kLanes);
+  if constexpr (kOutPack == kLanes) {
+    float* dst[N];
+    for (int r = 0; r < N; ++r) dst[r] = out + j * out_cstep + (static_cast<size_t>(oy0 + std::min(r, rows - 1)) * g.out_w + ox0) * kLanes;
+    if (rows == N && cols == N) {
+      wino::output_tile<L>(m, xi_stride, [&](int r, int c, float32x4_t y) {
+        vst1q_f32(dst[r] + c * kLanes, epi(vaddq_f32(y, b)));
+      });
     } else {
-      alignas(16) float buf[N * kLanes];
-      for (int c = 0; c < N; ++c) vst1q_f32(buf + c * kLanes, epi(vaddq_f32(y[r][c], b)));
-      const int chans = std::min<int>(kLanes, g.out_c - static_cast<int>(j) * kLanes);
+      wino::output_tile<L>(m, xi_stride, [&](int r, int c, float32x4_t y) {
+        if (r < rows && c < cols) vst1q_f32(dst[r] + c * kLanes, epi(vaddq_f32(y, b)));
+      });
+    }
+    for (int r = 0; r < rows; ++r) epi.finish(dst[r], static_cast<size_t>(cols) * kLanes);
+  } else {
+    alignas(16) float buf[N][N][kLanes];
+    wino::output_tile<L>(m, xi_stride, [&](int r, int c, float32x4_t y) { vst1q_f32(buf[r][c], epi(vaddq_f32(y, b))); });
+    const int chans = std::min<int>(kLanes, g.out_c - static_cast<int>(j) * kLanes);
+    for (int r = 0; r < rows; ++r) {
       for (int l = 0; l < chans; ++l) {
-        float* dst = out + (j * kLanes + l) * out_cstep + px;
-        for (int c = 0; c < cols; ++c) dst[c] = buf[c * kLanes + l];
+        float* dst = out + (j * kLanes + l) * out_cstep + static_cast<size_t>(oy0 + r) * g.out_w + ox0;
+        for (int c = 0; c < cols; ++c) dst[c] = buf[r][c][l];
         epi.finish(dst, static_cast<size_t>(cols));
       }
     }

@@ -25,36 +25,51 @@ namespace kestrel::kernels::arm::wino63 {
 constexpr int kAlpha = 8;  // input tile extent
 constexpr int kOut = 6;    // output tile extent
 
+// The transforms' constants, by register lane (fmla v, v, v.s[i]), so that two
+// registers hold all of them. The empty asm hides their values from GCC, which would
+// otherwise turn each lane back into a broadcast constant and, short of registers on an
+// 8x8 tile, re-materialize those with fmov in every line (72 per tile); GCC may still
+// merge the identical asm statements of a tile into one.
+__attribute__((always_inline)) inline float32x4_t opaque(float32x4_t k) {
+  asm("" : "+w"(k));
+  return k;
+}
+__attribute__((always_inline)) inline float32x4_t in_k0() { return opaque(float32x4_t{5.25f, 4.25f, 0.25f, 1.25f}); }
+__attribute__((always_inline)) inline float32x4_t in_k1() { return opaque(float32x4_t{0.5f, 2.5f, 2.f, 4.f}); }
+__attribute__((always_inline)) inline float32x4_t out_k() { return opaque(float32x4_t{32.f, 16.f, 8.f, 4.f}); }
+
 // B^T applied to one line of 8 values: 12 multiply-adds and 14 adds, the products
 // by 5.25, 4.25, ... shared between the rows they pair (r1/r2, r3/r4, r5/r6).
 __attribute__((always_inline)) inline void input_line(const float32x4_t d[8], float32x4_t r[8]) {
-  r[0] = vfmaq_n_f32(vsubq_f32(d[0], d[6]), vsubq_f32(d[4], d[2]), 5.25f);
-  r[7] = vfmaq_n_f32(vsubq_f32(d[7], d[1]), vsubq_f32(d[3], d[5]), 5.25f);
-  const float32x4_t t1 = vfmsq_n_f32(vaddq_f32(d[2], d[6]), d[4], 4.25f);
-  const float32x4_t t2 = vfmsq_n_f32(vaddq_f32(d[1], d[5]), d[3], 4.25f);
+  const float32x4_t k0 = in_k0(), k1 = in_k1();
+  r[0] = vfmaq_laneq_f32(vsubq_f32(d[0], d[6]), vsubq_f32(d[4], d[2]), k0, 0);
+  r[7] = vfmaq_laneq_f32(vsubq_f32(d[7], d[1]), vsubq_f32(d[3], d[5]), k0, 0);
+  const float32x4_t t1 = vfmsq_laneq_f32(vaddq_f32(d[2], d[6]), d[4], k0, 1);
+  const float32x4_t t2 = vfmsq_laneq_f32(vaddq_f32(d[1], d[5]), d[3], k0, 1);
   r[1] = vaddq_f32(t1, t2);
   r[2] = vsubq_f32(t1, t2);
-  const float32x4_t t3 = vfmsq_n_f32(vfmaq_n_f32(d[6], d[2], 0.25f), d[4], 1.25f);
-  const float32x4_t t4 = vfmaq_n_f32(vfmsq_n_f32(vmulq_n_f32(d[1], 0.5f), d[3], 2.5f), d[5], 2.f);
+  const float32x4_t t3 = vfmsq_laneq_f32(vfmaq_laneq_f32(d[6], d[2], k0, 2), d[4], k0, 3);
+  const float32x4_t t4 = vfmaq_laneq_f32(vfmsq_laneq_f32(vmulq_laneq_f32(d[1], k1, 0), d[3], k1, 1), d[5], k1, 2);
   r[3] = vaddq_f32(t3, t4);
   r[4] = vsubq_f32(t3, t4);
-  const float32x4_t t5 = vfmaq_n_f32(d[6], vfmsq_n_f32(d[2], d[4], 1.25f), 4.f);
-  const float32x4_t t6 = vfmaq_n_f32(vfmsq_n_f32(vmulq_n_f32(d[1], 2.f), d[3], 2.5f), d[5], 0.5f);
+  const float32x4_t t5 = vfmaq_laneq_f32(d[6], vfmsq_laneq_f32(d[2], d[4], k0, 3), k1, 3);
+  const float32x4_t t6 = vfmaq_laneq_f32(vfmsq_laneq_f32(vmulq_laneq_f32(d[1], k1, 2), d[3], k1, 1), d[5], k1, 0);
   r[5] = vaddq_f32(t5, t6);
   r[6] = vsubq_f32(t5, t6);
 }
 
 // A^T applied to one line of 8 products.
 __attribute__((always_inline)) inline void output_line(const float32x4_t m[8], float32x4_t y[6]) {
+  const float32x4_t k = out_k();
   const float32x4_t a = vaddq_f32(m[1], m[2]), b = vsubq_f32(m[1], m[2]);
   const float32x4_t c = vaddq_f32(m[3], m[4]), d = vsubq_f32(m[3], m[4]);
   const float32x4_t e = vaddq_f32(m[5], m[6]), f = vsubq_f32(m[5], m[6]);
-  y[0] = vfmaq_n_f32(vaddq_f32(vaddq_f32(m[0], a), c), e, 32.f);
-  y[1] = vfmaq_n_f32(vfmaq_n_f32(b, d, 2.f), f, 16.f);
-  y[2] = vfmaq_n_f32(vfmaq_n_f32(a, c, 4.f), e, 8.f);
-  y[3] = vfmaq_n_f32(vfmaq_n_f32(b, d, 8.f), f, 4.f);
-  y[4] = vfmaq_n_f32(vfmaq_n_f32(a, c, 16.f), e, 2.f);
-  y[5] = vaddq_f32(vaddq_f32(vfmaq_n_f32(b, d, 32.f), m[7]), f);
+  y[0] = vfmaq_laneq_f32(vaddq_f32(vaddq_f32(m[0], a), c), e, k, 0);
+  y[1] = vfmaq_laneq_f32(vaddq_f32(b, vaddq_f32(d, d)), f, k, 1);  // 2d is exact
+  y[2] = vfmaq_laneq_f32(vfmaq_laneq_f32(a, c, k, 3), e, k, 2);
+  y[3] = vfmaq_laneq_f32(vfmaq_laneq_f32(b, d, k, 2), f, k, 3);
+  y[4] = vaddq_f32(vfmaq_laneq_f32(a, c, k, 1), vaddq_f32(e, e));
+  y[5] = vaddq_f32(vaddq_f32(vfmaq_laneq_f32(b, d, k, 0), m[7]), f);
 }
 
 // The pair as wino::input_tile / output_tile take it.
