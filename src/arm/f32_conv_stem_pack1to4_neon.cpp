@@ -116,7 +116,12 @@ __attribute__((always_inline)) inline void tile(const ConvGeometry& g, const flo
   for (int i = 0; i < B; ++i) {
     const float32x4_t bias = vld1q_f32(bias_all + (b + i) * kLanes);
     float* o = out + (b + i) * out_cstep + (static_cast<size_t>(oy) * g.out_w + x0) * kLanes;
-    for (int x = 0; x < nx; ++x) vst1q_f32(o + kLanes * x, epi(vaddq_f32(acc[i][x], bias)));
+    // Constant indices into acc (unrolled, guarded): with a run-time bound GCC kept acc
+    // in memory and stored every accumulator to the stack after each row step.
+#pragma GCC unroll 8
+    for (int x = 0; x < kTile; ++x) {
+      if (x < nx) vst1q_f32(o + kLanes * x, epi(vaddq_f32(acc[i][x], bias)));
+    }
     epi.finish(o, static_cast<size_t>(nx) * kLanes);
   }
 }
