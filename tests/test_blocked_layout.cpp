@@ -2,7 +2,9 @@
 // (see chain_net) with a blob two convolutions read and two blobs an Eltwise reads must
 // give the planar bits for every blob (the output with every memory strategy) at 1 and
 // 3 threads; the maps between the x86 channel kernels and the NEON pack4 ones must in fact be blocked there (5x5
-// depthwise layers too), and extract() of one must hand out a planar copy.
+// depthwise layers too), and extract() of one must hand out a planar copy. Pooling
+// layers (a ResNet-like stem and tail) and PriorBox (an SSD head) take part: on NEON the
+// pooling layers run their pack4 kernels, and a PriorBox reading a map leaves it blocked.
 #include <map>
 #include <string>
 #include <vector>
@@ -123,6 +125,99 @@ ModelBuilder depthwise_block_net(int k) {
   kt::add_depthwise(b, "d2", "e2", 96, 2, 11, k);
   kt::add_conv(b, "out", "d2", 96, 32, 1, 13);
   b.add_output("out");
+  return b;
+}
+
+kestrel::fb::LayerParamsUnion pool_params(kestrel::fb::PoolType pool, int k, int stride, int pad, bool global,
+                                          bool include_pad = true) {
+  kestrel::fb::PoolingParamT p;
+  p.pool = pool;
+  p.global = global;
+  p.kernel_h = p.kernel_w = k;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = pad;
+  p.count_include_pad = include_pad;
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(p));
+  return u;
+}
+
+// A k x k stride-2 stem (padding k / 2, 16 channels) on a planar input, seeded.
+void add_stem(ModelBuilder& b, const std::string& name, const std::string& bottom, int in, int k) {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  std::vector<float> w(size_t(16) * in * k * k), bias(16);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  const uint32_t wi = b.add_weight(name + "/w", {16, in, k, k}, w);
+  const uint32_t bi = b.add_weight(name + "/b", {16}, bias);
+  b.add_layer("Convolution", name, {bottom}, {name}, kt::conv_params(16, k, 2, k / 2, true), {wi, bi});
+}
+
+// ResNet's ends around MobileNet's blocks: data [3,30,30] -> stem (7x7 stride 2, 16,
+// 15x15) -> pool (max 3x3 stride 2 pad 1, 8x8) -> e1 (1x1, 32) -> d1 (depthwise) -> p1
+// (1x1, 16) -> r1 = pool + p1 -> avg (average 3x3 stride 1 pad 1, padding not counted)
+// -> p2 (1x1, 16) -> r2 = r1 + p2 -> gap (global average) -> fc (InnerProduct, 10). On
+// NEON the stem writes pack4 only if the max pooling reads it, and that only if the
+// residual group it writes into is blocked too (net_layout.cpp's chains): every map
+// from the stem's output to r2 is blocked, the global pooling reads r2 blocked and
+// writes the planar vector that fc reads.
+ModelBuilder resnet_like_net() {
+  using kestrel::fb::PoolType;
+  ModelBuilder b;
+  b.add_input("data", {3, 30, 30});
+  add_stem(b, "stem", "data", 3, 7);
+  b.add_layer("Pooling", "pool", {"stem"}, {"pool"}, pool_params(PoolType::Max, 3, 2, 1, false));
+  kt::add_conv(b, "e1", "pool", 16, 32, 1, 3);
+  kt::add_depthwise(b, "d1", "e1", 32, 1, 5);
+  kt::add_conv(b, "p1", "d1", 32, 16, 1, 7);
+  add_binary(b, "r1", {"pool", "p1"});
+  b.add_layer("Pooling", "avg", {"r1"}, {"avg"}, pool_params(PoolType::Average, 3, 1, 1, false, false));
+  kt::add_conv(b, "p2", "avg", 16, 16, 1, 9);
+  add_binary(b, "r2", {"r1", "p2"});
+  b.add_layer("Pooling", "gap", {"r2"}, {"gap"}, pool_params(PoolType::Average, 1, 1, 0, true));
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  std::vector<float> w(10 * 16), bias(10);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  kestrel::fb::InnerProductParamT fc;
+  fc.num_output = 10;
+  fc.bias_term = true;
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(fc));
+  b.add_layer("InnerProduct", "fc", {"gap"}, {"fc"}, std::move(u),
+              {b.add_weight("fc/w", {10, 16}, w), b.add_weight("fc/b", {10}, bias)});
+  b.add_output("fc");
+  return b;
+}
+
+// An SSD head: data [3,24,24] -> stem (3x3 stride 2, 16, 12x12) -> d1 (depthwise) ->
+// feat (1x1, 32), read by loc (1x1, 12), conf (1x1, 9), prior (PriorBox over feat and
+// data: their shapes only) and d2 (depthwise stride 2) -> p2 (1x1, 16). Outputs loc,
+// conf, prior and p2. On NEON feat stays blocked for the heads (read blocked, written
+// planar) although the PriorBox reads it.
+ModelBuilder ssd_like_net() {
+  ModelBuilder b;
+  b.add_input("data", {3, 24, 24});
+  add_stem(b, "stem", "data", 3, 3);
+  kt::add_depthwise(b, "d1", "stem", 16, 1, 3);
+  kt::add_conv(b, "feat", "d1", 16, 32, 1, 5);
+  kt::add_conv(b, "loc", "feat", 32, 12, 1, 7);
+  kt::add_conv(b, "conf", "feat", 32, 9, 1, 9);
+  kestrel::fb::PriorBoxParamT pb;
+  pb.min_sizes = {6.f};
+  pb.max_sizes = {12.f};
+  pb.aspect_ratios = {2.f};
+  pb.flip = true;
+  pb.clip = true;
+  pb.variances = {0.1f, 0.1f, 0.2f, 0.2f};
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(pb));
+  b.add_layer("PriorBox", "prior", {"feat", "data"}, {"prior"}, std::move(u));
+  kt::add_depthwise(b, "d2", "feat", 32, 2, 11);
+  kt::add_conv(b, "p2", "d2", 32, 16, 1, 13);
+  for (const char* out : {"loc", "conf", "prior", "p2"}) b.add_output(out);
   return b;
 }
 
@@ -275,6 +370,64 @@ TEST_SUITE("networks") {
         CHECK((kernel_of[conv].find(layout) != std::string::npos) == blocked);
         if (!blocked) CHECK(kernel_of[conv].find('[') == std::string::npos);
       }
+    }
+  }
+
+  TEST_CASE("pooling layers read and write blocked maps: a ResNet-like stem, pooled tail") {
+    const ModelBuilder b = resnet_like_net();
+    std::map<std::string, std::string> kernel_of;
+    for (const char* blob : {"fc", "stem", "pool", "e1", "d1", "p1", "r1", "avg", "p2", "r2", "gap"}) {
+      const kestrel::Mat want = run(b, false, 1, kestrel::MemoryStrategy::kPool, blob).out;
+      std::vector<kestrel::MemoryStrategy> strategies{kestrel::MemoryStrategy::kPool};
+      if (std::string(blob) == "fc") strategies.push_back(kestrel::MemoryStrategy::kPlan);
+      for (kestrel::MemoryStrategy m : strategies) {
+        for (int threads : {1, 3}) {
+          INFO(std::string(blob) << ", memory " << int(m) << ", " << threads << " threads");
+          const Run got = run(b, true, threads, m, blob);
+          CHECK(kt::same_bits(got.out, want));
+          for (size_t i = 0; i < got.layers.size(); ++i) kernel_of[got.layers[i]] = got.kernels[i];
+        }
+      }
+    }
+    if (kestrel::kernels::active_isa() == kestrel::kernels::Isa::kNeon) {
+      // The stem writes pack4 for the max pooling, which writes the residual group.
+      INFO("stem: " << kernel_of["stem"]);
+      CHECK(kernel_of["stem"].find("pack1to4_neon[1>4]") != std::string::npos);
+      CHECK(kernel_of["pool"] == "f32_pool2d_pack4_neon[4>4]");
+      CHECK(kernel_of["avg"] == "f32_pool2d_pack4_neon[4>4]");
+      CHECK(kernel_of["gap"] == "f32_pool_global_pack4_neon[4>1]");
+      for (const char* conv : {"e1", "d1", "p1", "p2"}) {
+        INFO(std::string(conv) << ": " << kernel_of[conv]);
+        CHECK(kernel_of[conv].find("[4>4]") != std::string::npos);
+      }
+    } else {
+      // No other ISA has pooling kernels that take blocks.
+      for (const char* pool : {"pool", "avg", "gap"}) CHECK(kernel_of[pool].find('[') == std::string::npos);
+    }
+  }
+
+  TEST_CASE("a PriorBox reading a feature map leaves it blocked") {
+    const ModelBuilder b = ssd_like_net();
+    std::map<std::string, std::string> kernel_of;
+    for (const char* blob : {"loc", "conf", "prior", "p2", "stem", "d1", "feat", "d2"}) {
+      const kestrel::Mat want = run(b, false, 1, kestrel::MemoryStrategy::kPool, blob).out;
+      std::vector<kestrel::MemoryStrategy> strategies{kestrel::MemoryStrategy::kPool};
+      if (std::string(blob) == "prior") strategies.push_back(kestrel::MemoryStrategy::kPlan);
+      for (kestrel::MemoryStrategy m : strategies) {
+        for (int threads : {1, 3}) {
+          INFO(std::string(blob) << ", memory " << int(m) << ", " << threads << " threads");
+          const Run got = run(b, true, threads, m, blob);
+          CHECK(kt::same_bits(got.out, want));
+          for (size_t i = 0; i < got.layers.size(); ++i) kernel_of[got.layers[i]] = got.kernels[i];
+        }
+      }
+    }
+    if (kestrel::kernels::active_isa() != kestrel::kernels::Isa::kNeon) return;
+    const std::map<std::string, std::string> layouts = {
+        {"feat", "[4>4]"}, {"loc", "[4>1]"}, {"conf", "[4>1]"}, {"d2", "[4>4]"}};
+    for (const auto& entry : layouts) {
+      INFO(entry.first << ": " << kernel_of[entry.first]);
+      CHECK(kernel_of[entry.first].find(entry.second) != std::string::npos);
     }
   }
 }

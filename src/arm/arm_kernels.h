@@ -18,6 +18,8 @@ extern const ConvKernel kF32ConvStemPack1to4_Neon;  // 3/5/7 stems of <= 8 plana
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
 
 // Pooling (src/arm/f32_pool*_neon.cpp).
+extern const PoolKernel kF32PoolGlobalPack4_Neon;  // global max and average, pack4 in, pack4 or planar out
+extern const PoolKernel kF32Pool2dPack4_Neon;     // f32_pool2d_neon's windows on pack4 maps
 extern const PoolKernel kF32PoolGlobal_Neon;      // global max and average
 extern const PoolKernel kF32Pool2d_Neon;          // windows of width 2, 3 (unrolled) or up to 64, stride 1 and 2
 

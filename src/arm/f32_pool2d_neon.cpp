@@ -89,8 +89,8 @@ RowFn row_for(const PoolGeometry& g) {
 }
 
 bool supports(const PoolGeometry& g) {
-  return !g.global && (g.sw == 1 || g.sw == 2) && g.kw >= 1 && g.kw <= kMaxKw && g.kh >= 1 && g.sh >= 1 &&
-         g.pad_left >= 0 && g.pad_top >= 0 && g.out_w >= 1 && g.out_h >= 1;
+  return g.planar() && !g.global && (g.sw == 1 || g.sw == 2) && g.kw >= 1 && g.kw <= kMaxKw && g.kh >= 1 &&
+         g.sh >= 1 && g.pad_left >= 0 && g.pad_top >= 0 && g.out_w >= 1 && g.out_h >= 1;
 }
 
 size_t no_workspace(const PoolGeometry&) { return 0; }

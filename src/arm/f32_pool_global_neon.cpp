@@ -42,7 +42,7 @@ float global_average(const float* p, size_t n) {
   return s / static_cast<float>(n);
 }
 
-bool supports(const PoolGeometry& g) { return g.global && g.in_h >= 1 && g.in_w >= 1; }
+bool supports(const PoolGeometry& g) { return g.planar() && g.global && g.in_h >= 1 && g.in_w >= 1; }
 
 size_t no_workspace(const PoolGeometry&) { return 0; }
 

@@ -18,6 +18,8 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
 
 std::vector<const PoolKernel*> arch_pool_kernels() {
   return {
+      &arm::kF32PoolGlobalPack4_Neon,
+      &arm::kF32Pool2dPack4_Neon,
       &arm::kF32PoolGlobal_Neon,
       &arm::kF32Pool2d_Neon,
   };

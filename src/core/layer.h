@@ -74,6 +74,23 @@ class Layer {
   // Add of two maps): then the Net may give them channel-blocked layouts together.
   virtual bool elementwise_any_layout() const { return false; }
 
+  // Blocked layouts (Option::blocked_layout), chosen at Net load after prepare() by
+  // core/net_layout.cpp: re-targets a layer of one input and one output to read inputs[0]
+  // and write outputs[0] in these layouts (1 = planar; W = blocked by W channels, a Mat
+  // of elempack W whose c counts blocks) with the planar results bit for bit: its kernel
+  // where that takes them, else the kernel its registry picks for them (a Convolution
+  // only with rechoose, as its planar kernels may take blocks too). False, nothing
+  // changed, where no fast kernel takes them, and always for a layer on its reference
+  // code (so that asking for the layouts it has tells whether it can be re-targeted at
+  // all). dry_run: only asks. May throw std::bad_alloc (weights packed again). The
+  // default: planar only, never re-targeted.
+  virtual bool set_packs(int /*in_pack*/, int /*out_pack*/, bool /*rechoose*/, bool /*dry_run*/) { return false; }
+
+  // True if forward() never reads inputs[i]'s values and prepare() took only its height
+  // and width from it, which a blocked layout leaves as they are (PriorBox and its
+  // feature map): such a reader lets the Net block that input.
+  virtual bool reads_shape_only(size_t /*i*/) const { return false; }
+
   // True if forward() may lower its 2-D output's row count (h) below the prepared one,
   // as DetectionOutput does with the detections it found.
   virtual bool data_dependent_rows() const { return false; }

@@ -6,47 +6,65 @@
 // are. The kernels compute the same fma chains either way, so results are bit-identical
 // to planar maps. Blobs joined by an elementwise layer over maps of one shape (a
 // residual Add, Layer::elementwise_any_layout) take one layout together: such a group
-// qualifies when Convolutions and those layers write it and only they read it, the
-// Convolutions with kernels that take the layout; network inputs and outputs stay
-// planar. A blocked blob is a Mat of elempack W (its bytes no more than planar), and
-// extract() of one returns a planar copy.
+// qualifies when re-targetable layers (Layer::set_packs: Convolutions, Pooling) and
+// those layers write it and only they read it, the re-targetable ones with kernels
+// that take the layout, or layers that read only its shape (PriorBox,
+// Layer::reads_shape_only); network inputs and outputs stay planar. A blocked blob is
+// a Mat of elempack W (its bytes no more than planar), and extract() of one returns a
+// planar copy. One decision code for every ISA: a layout no kernel of the active ISA
+// takes fails its dry run.
 #include "core/net_layout.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "layers/conv_fusion.h"
-
 namespace kestrel {
 namespace {
-
-bool is_conv(const NetLayer& l) { return l.type == "Convolution"; }
 
 int find(std::vector<int>& parent, int b) {
   while (parent[b] != b) b = parent[b] = parent[parent[b]];
   return b;
 }
 
-// The Convolutions writing or reading the blobs (each once), or false where another
-// layer writes or reads one, or one is an input, an output or not a planar 3-D map.
-bool set_layers(const NetImpl& net, const std::vector<int>& blobs, std::vector<int>* convs) {
+// A layer of one input and one output that the pass may re-target: one on a fast
+// kernel, which says so when asked for the layouts it has (Layer::set_packs).
+bool retargetable(const NetImpl& net, const NetLayer& l) {
+  return l.bottoms.size() == 1 && l.tops.size() == 1 &&
+         l.impl->set_packs(net.blob_shapes[l.bottoms[0]].elempack, net.blob_shapes[l.tops[0]].elempack, false, true);
+}
+
+// True if layer l reads blob b's shape only, wherever it takes b.
+bool reads_shape_only(const NetLayer& l, int b) {
+  bool any = false;
+  for (size_t i = 0; i < l.bottoms.size(); ++i) {
+    if (l.bottoms[i] != b) continue;
+    if (!l.impl->reads_shape_only(i)) return false;
+    any = true;
+  }
+  return any;
+}
+
+// The re-targetable layers writing or reading the blobs (each once), or false where
+// another layer writes or reads the data of one, or one is an input, an output or not a
+// planar 3-D map.
+bool set_layers(const NetImpl& net, const std::vector<int>& blobs, std::vector<int>* layers) {
   auto add = [&](int li) {
-    if (std::find(convs->begin(), convs->end(), li) == convs->end()) convs->push_back(li);
+    if (std::find(layers->begin(), layers->end(), li) == layers->end()) layers->push_back(li);
   };
   for (int b : blobs) {
     if (net.is_input[b] || net.is_output[b] || net.consumers[b].empty()) return false;
     if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1) return false;
     const NetLayer& p = net.layers[net.producer[b]];
-    if (is_conv(p) && p.tops.size() == 1) {
+    if (retargetable(net, p)) {
       add(net.producer[b]);
     } else if (!p.impl->elementwise_any_layout()) {
       return false;
     }
     for (int ci : net.consumers[b]) {
       const NetLayer& c = net.layers[ci];
-      if (is_conv(c)) {
+      if (retargetable(net, c)) {
         add(ci);
-      } else if (!c.impl->elementwise_any_layout()) {
+      } else if (!reads_shape_only(c, b) && !c.impl->elementwise_any_layout()) {
         return false;
       }
     }
@@ -68,10 +86,10 @@ void choose_blocked_layouts(NetImpl& net) {
   for (int b = 0; b < nblobs; ++b) groups[find(parent, b)].push_back(b);
   // A blob's layout as decided so far is its shape's elempack (1 until blocked).
   auto pack = [&](int b) { return net.blob_shapes[b].elempack; };
-  // Blocks `blobs` with w lanes where every Convolution writing or reading them takes
-  // the layouts that leaves it (its other operand as decided so far). The lane counts
-  // are those of every ISA (no kernel of another ISA's lanes is ever selected, so a
-  // count that no active kernel takes fails its dry run). With 16 lanes (AVX-512) a
+  // Blocks `blobs` with w lanes where every re-targetable layer writing or reading them
+  // takes the layouts that leaves it (its other operand as decided so far). The lane
+  // counts are those of every ISA (no kernel of another ISA's lanes is ever selected, so
+  // a count that no active kernel takes fails its dry run). With 16 lanes (AVX-512) a
   // layer whose kernel does not take them may take another kernel that does
   // (convolution.cpp): MobileNet v1 then keeps its maps blocked from 56x56 down, 3.8%
   // faster at 1 thread and 4.4% at 2 (AMD EPYC, bench/ab). With 8 (AVX2) the kernels stay
@@ -79,22 +97,22 @@ void choose_blocked_layouts(NetImpl& net) {
   // write blocked maps, lost their fusion with the 1x1 before them and the 1x1 channel
   // tiles after them ran slower than the pixel tiles, 12.7% slower. With 4 (NEON, ncnn's
   // pack4) the blocked kernels are kernels of their own (the planar ones keep their
-  // layouts), so they are always re-chosen.
+  // layouts), so they are always re-chosen; a Pooling layer's blocked kernels are always
+  // kernels of their own, re-chosen whatever the lanes.
   struct Lanes {
     int w;
     bool rechoose;
   };
   constexpr Lanes kLanes[] = {{16, true}, {8, false}, {4, true}};
   auto try_block = [&](const std::vector<int>& blobs) {
-    std::vector<int> convs;
-    if (!set_layers(net, blobs, &convs)) return false;
+    std::vector<int> layers;
+    if (!set_layers(net, blobs, &layers)) return false;
     auto retarget = [&](const Lanes& lanes, bool dry_run) {
       auto packed = [&](int b) { return std::count(blobs.begin(), blobs.end(), b) ? lanes.w : pack(b); };
       bool all = true;
-      for (int li : convs) {
+      for (int li : layers) {
         const NetLayer& l = net.layers[li];
-        all = all &&
-              set_convolution_packs(*l.impl, packed(l.bottoms[0]), packed(l.tops[0]), lanes.rechoose, dry_run);
+        all = all && l.impl->set_packs(packed(l.bottoms[0]), packed(l.tops[0]), lanes.rechoose, dry_run);
       }
       return all;
     };
@@ -113,24 +131,32 @@ void choose_blocked_layouts(NetImpl& net) {
     }
     return false;
   };
-  // Groups in the order their first Convolution runs, so that a layer's input is
-  // mostly decided before its output; then again while that blocks more of them (a
+  // Groups in the order their first re-targetable writer runs, so that a layer's input
+  // is mostly decided before its output; then again while that blocks more of them (a
   // residual group waits for the projections writing into it to read blocked maps, and
   // the expansions reading it wait for it). A group that its readers take blocked only
   // if they also write blocked maps is tried together with the groups those readers
   // write, and so on up to kMaxChain groups: MobileNet v1's 112x112 layers (stem,
   // depthwise, 1x1, depthwise stride 2) take blocks all four or none, their kernels
-  // beating the planar ones only where they read and write blocks.
+  // beating the planar ones only where they read and write blocks; ResNet's stem output
+  // goes blocked only with the max pooling's output, the first residual group (NEON's
+  // windowed pooling takes blocks in and out).
   constexpr size_t kMaxChain = 4;
-  // Adds the groups that the Convolutions reading group r write, unless blocked or
-  // added already, to roots, and their blobs to blobs.
+  // Adds the groups that the re-targetable layers reading group r write, unless blocked,
+  // added already or never to be blocked (a network output, a map a Permute reads: an
+  // SSD feature map's 1x1 heads write such maps, and would fill the chain), to roots,
+  // and their blobs to blobs.
+  auto ever_blockable = [&](int r) {
+    std::vector<int> layers;
+    return set_layers(net, groups[r], &layers);
+  };
   auto add_written = [&](int r, std::vector<int>* roots, std::vector<int>* blobs) {
     for (int b : groups[r]) {
       for (int ci : net.consumers[b]) {
         const NetLayer& c = net.layers[ci];
-        if (!is_conv(c) || c.tops.size() != 1) continue;
+        if (!retargetable(net, c)) continue;
         const int next = find(parent, c.tops[0]);
-        if (pack(next) != 1 || std::count(roots->begin(), roots->end(), next)) continue;
+        if (pack(next) != 1 || std::count(roots->begin(), roots->end(), next) || !ever_blockable(next)) continue;
         roots->push_back(next);
         blobs->insert(blobs->end(), groups[next].begin(), groups[next].end());
       }
@@ -140,7 +166,7 @@ void choose_blocked_layouts(NetImpl& net) {
     more = false;
     for (int li : net.order) {
       const NetLayer& first = net.layers[li];
-      if (!is_conv(first) || first.tops.size() != 1) continue;
+      if (!retargetable(net, first)) continue;
       const int root = find(parent, first.tops[0]);
       if (pack(root) != 1) continue;
       std::vector<int> roots = {root}, blobs = groups[root];

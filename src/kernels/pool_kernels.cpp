@@ -48,7 +48,10 @@ const std::vector<const PoolKernel*>& pool_kernels() {
 }
 
 const PoolKernel* select_pool_kernel(const PoolGeometry& g, Isa isa) {
+  // A blocked geometry goes only to kernels of its lanes, as convolutions do.
+  const int lanes = g.planar() ? 0 : std::max(g.in_pack, g.out_pack);
   for (const PoolKernel* k : pool_kernels()) {
+    if (lanes != 0 && k->blocked_lanes != lanes) continue;
     if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && k->supports(g)) return k;
   }
   return nullptr;

@@ -25,10 +25,18 @@ struct PoolGeometry {
   // One window over each whole plane: kh = in_h, kw = in_w, stride 1, no padding,
   // a 1x1 output.
   bool global = false;
+  // The operands' layouts (see PoolKernel::run), as ConvGeometry's: 1 = planar, W =
+  // blocked by W channels (ncnn's elempack). Only a kernel whose blocked_lanes is W is
+  // ever asked about a blocked geometry.
+  int in_pack = 1, out_pack = 1;
+
+  bool planar() const { return in_pack == 1 && out_pack == 1; }
 };
 
 // Operands: channels planes of in_h x in_w floats at in + c * in_cstep, and of
-// out_h x out_w at out + c * out_cstep.
+// out_h x out_w at out + c * out_cstep. Blocked (pack W, channels a multiple of W; a
+// Mat with elempack W): channels [W * j, W * j + W) at in + j * in_cstep, pixel-major,
+// pixel p's W values at + p * W (conv_kernels.h's layout).
 struct PoolKernel {
   const char* name;  // "f32_pool2d_neon"
   Isa isa;
@@ -41,12 +49,18 @@ struct PoolKernel {
   // Computes the whole output. The result must not depend on ctx.num_threads.
   void (*run)(const PoolGeometry& g, const float* in, size_t in_cstep, float* out, size_t out_cstep,
               const KernelContext& ctx);
+  // W if run() takes blocked operands of W lanes (in_pack / out_pack = W, where
+  // supports() says so) with results bit-identical to those of the planar kernel that
+  // select_pool_kernel picks for the same geometry made planar; 0: planar only (and
+  // supports() refuses blocked geometries).
+  int blocked_lanes = 0;
 };
 
 // Every pooling kernel compiled into this binary, in priority order.
 const std::vector<const PoolKernel*>& pool_kernels();
 
-// The kernel the fast path uses for `g` under `isa`, or nullptr (reference code).
+// The kernel the fast path uses for `g` under `isa` (for a blocked `g`, one whose
+// blocked_lanes are its packs), or nullptr (reference code).
 const PoolKernel* select_pool_kernel(const PoolGeometry& g, Isa isa);
 
 // The reference: any geometry, plain loops, one channel per OpenMP iteration. Max

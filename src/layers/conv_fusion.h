@@ -25,13 +25,6 @@ struct ConvParts {
 // (not the reference loop, not the GEMV path).
 bool convolution_parts(const Layer& layer, ConvParts* parts);
 
-// Blocked layouts (ConvGeometry::in_pack / out_pack), chosen at Net load after prepare:
-// re-targets the layer's input and output to these packs (false, nothing changed, where
-// its kernel does not take them or it is not a Convolution; rechoose: or another fast
-// kernel for the new geometry, its weights packed again, throwing std::bad_alloc where
-// they cannot be; dry_run: only asks).
-bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool rechoose, bool dry_run);
-
 // The fused layer for `pw` (a 1x1, stride-1, unpadded, ungrouped Convolution) followed
 // by `dw` (a 3x3 depthwise Convolution reading pw's output), taking ownership of both;
 // nullptr, both left untouched, where the pair does not qualify (reference kernels,

@@ -107,7 +107,7 @@ class Convolution final : public Layer {
   // map into pixel groups, so it is picked for such maps only once they are blocked).
   // False, nothing changed, where no fast kernel takes them. dry_run: only asks. Throws
   // std::bad_alloc where the new packing cannot be allocated.
-  bool set_packs(int in_pack, int out_pack, bool rechoose, bool dry_run) {
+  bool set_packs(int in_pack, int out_pack, bool rechoose, bool dry_run) override {
     if (!kernel_) return false;
     kernels::ConvGeometry g = g_;
     g.in_pack = in_pack;
@@ -187,11 +187,6 @@ class Convolution final : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> create_convolution_layer() { return std::make_unique<Convolution>(); }
-
-bool set_convolution_packs(Layer& layer, int in_pack, int out_pack, bool rechoose, bool dry_run) {
-  auto* conv = dynamic_cast<Convolution*>(&layer);
-  return conv != nullptr && conv->set_packs(in_pack, out_pack, rechoose, dry_run);
-}
 
 bool convolution_parts(const Layer& layer, ConvParts* parts) {
   const auto* conv = dynamic_cast<const Convolution*>(&layer);

@@ -1,6 +1,9 @@
 // Pooling: max and average over windows, or over the whole plane (global). prepare()
 // picks a fast kernel from the pooling registry when one claims the geometry; the
 // reference loops (kernels::pool_reference) cover the rest and the reference kernel set.
+// The layout pass (core/net_layout.cpp) may then re-target a fast kernel to blocked maps.
+#include <cstdio>
+
 #include "kernels/pool_kernels.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
@@ -102,6 +105,28 @@ class Pooling final : public Layer {
     return Status::Ok();
   }
 
+  // Re-targets the layer to these layouts of its input and output (Layer::set_packs):
+  // the blocked kernels are kernels of their own, so the registry picks again whatever
+  // rechoose says (as a Convolution does with NEON's pack4 kernels).
+  bool set_packs(int in_pack, int out_pack, bool /*rechoose*/, bool dry_run) override {
+    if (!kernel_) return false;
+    kernels::PoolGeometry g = g_;
+    g.in_pack = in_pack;
+    g.out_pack = out_pack;
+    if (g.in_pack == g_.in_pack && g.out_pack == g_.out_pack) return true;
+    const kernels::PoolKernel* k = kernels::select_pool_kernel(g, kernels::active_isa());
+    if (!k) return false;
+    if (dry_run) return true;
+    kernel_ = k;
+    g_ = g;
+    workspace_bytes = kernel_->workspace_bytes(g_);
+    workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
+    // "[4>4]": reads and writes blocks of 4, as the Convolutions' names say.
+    std::snprintf(name_, sizeof name_, "%s[%d>%d]", kernel_->name, g_.in_pack, g_.out_pack);
+    kernel_name = name_;
+    return true;
+  }
+
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
@@ -123,6 +148,7 @@ class Pooling final : public Layer {
   AxisGeometry gy_, gx_;  // resolved in prepare()
   kernels::PoolGeometry g_;
   const kernels::PoolKernel* kernel_ = nullptr;
+  char name_[64] = {};  // kernel_name with the operands' layouts, once re-targeted
 };
 
 }  // namespace

@@ -94,6 +94,10 @@ class PriorBox final : public Layer {
     return Status::Ok();
   }
 
+  // Only the inputs' heights and widths (prepare), which a blocked layout keeps: the
+  // feature map may stay blocked between the convolutions reading it.
+  bool reads_shape_only(size_t) const override { return true; }
+
   Status forward(const std::vector<Mat>&, std::vector<Mat>& outputs, const ForwardContext&) const override {
     Mat& out = outputs[0];
     float* box = out.row(0);

@@ -164,8 +164,8 @@ struct Pool2dX86 {
   }
 
   static bool supports(const PoolGeometry& g) {
-    return !g.global && (g.sw == 1 || g.sw == 2) && g.kw >= 1 && g.kw <= kMaxKw && g.kh >= 1 && g.sh >= 1 &&
-           g.pad_left >= 0 && g.pad_top >= 0 && g.out_w >= 1 && g.out_h >= 1;
+    return g.planar() && !g.global && (g.sw == 1 || g.sw == 2) && g.kw >= 1 && g.kw <= kMaxKw && g.kh >= 1 &&
+           g.sh >= 1 && g.pad_left >= 0 && g.pad_top >= 0 && g.out_w >= 1 && g.out_h >= 1;
   }
 
   static size_t no_workspace(const PoolGeometry&) { return 0; }
@@ -227,7 +227,7 @@ struct PoolGlobalX86 {
     return m;
   }
 
-  static bool supports(const PoolGeometry& g) { return g.global && g.in_h >= 1 && g.in_w >= 1; }
+  static bool supports(const PoolGeometry& g) { return g.planar() && g.global && g.in_h >= 1 && g.in_w >= 1; }
 
   static size_t no_workspace(const PoolGeometry&) { return 0; }
 
