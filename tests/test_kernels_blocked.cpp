@@ -4,12 +4,12 @@
 // 1x1 on small maps with pixel tails, partial panels and sliced K; channel-vector
 // depthwise at both strides with row and pixel tails, rows up to 114 wide, 3x3 and 5x5
 // windows with symmetric, TF SAME and no padding; stems' channel tiles writing blocked
-// maps; channel counts that are whole blocks of 4 but not of 8), fused activations
-// including one applied after the store, 1 and 3 threads. The same fma chains must give
-// the same bits.
+// maps; dense windows on 4-channel blocks, 3x3 to 7x7, strides 1 to 3, dilation, TF
+// SAME, tiny maps, maps cut into chunks; channel counts that are whole blocks of 4 but
+// not of 8), fused activations including one applied after the store, 1 and 3 threads.
+// The same fma chains must give the same bits.
 #include <cstring>
 #include <map>
-#include <sstream>
 
 #include "conv_test_util.h"
 
@@ -20,14 +20,6 @@ using kestrel::Shape;
 using kestrel::fb::ActivationType;
 using kestrel::kernels::ConvGeometry;
 using kestrel::kernels::ConvKernel;
-
-std::string describe(const ConvGeometry& g) {
-  std::ostringstream o;
-  o << g.in_c << "x" << g.in_h << "x" << g.in_w << " -> " << g.out_c << "x" << g.out_h << "x" << g.out_w << " k"
-    << g.kh << " s" << g.sh << " pad " << g.pad_top << " act " << int(g.act.type) << " packs " << g.in_pack << ">"
-    << g.out_pack;
-  return o.str();
-}
 
 ConvGeometry pointwise(int c, int hw_h, int hw_w, int out_c, ActivationType act) {
   ConvGeometry g;
@@ -158,6 +150,42 @@ std::vector<ConvGeometry> geometries() {
     g.group = 1;
     out.push_back(g);
   }
+  // Dense windows other than 1x1 on 4-channel blocks (NEON's pack4 im2col): 3x3 stride 2
+  // on even and odd maps, TF SAME (0 before, 1 after), 3x3 stride 1 on maps of 1x1 to
+  // 3x3, 5x5, 7x7 stride 2, dilation 2, stride 3, rectangular windows; channels 4 to 36
+  // in and 4, 12, 28 out, or counts only a planar output takes (63, 5); a reduction long
+  // enough (K = 2304) that the map is cut into chunks of pixels (ragged last one).
+  struct Window {
+    int c, h, w, out_c, kh, kw, s, d, pad, pad_end;
+  };
+  auto window = [&](const Window& t) {
+    ConvGeometry g = depthwise(1, t.h, t.w, t.s, t.pad, acts[a++ % 5], t.kh, t.pad_end);
+    g.in_c = t.c;
+    g.out_c = t.out_c;
+    g.group = 1;
+    g.kw = t.kw;
+    g.dh = g.dw = t.d;
+    g.pad_left = t.kw == t.kh ? t.pad : (t.kw - 1) / 2;
+    const int pad_w_end = t.kw == t.kh ? t.pad_end : (t.kw - 1) / 2;
+    g.out_h = (t.h + t.pad + t.pad_end - t.d * (t.kh - 1) - 1) / t.s + 1;
+    g.out_w = (t.w + g.pad_left + pad_w_end - t.d * (t.kw - 1) - 1) / t.s + 1;
+    out.push_back(g);
+  };
+  for (const Window& t : {Window{12, 10, 10, 28, 3, 3, 2, 1, 1, 1}, Window{20, 9, 11, 12, 3, 3, 2, 1, 1, 1},
+                          Window{36, 14, 14, 63, 3, 3, 2, 1, 0, 1}, Window{12, 1, 1, 12, 3, 3, 1, 1, 1, 1},
+                          Window{20, 2, 2, 28, 3, 3, 1, 1, 1, 1}, Window{36, 3, 3, 4, 3, 3, 1, 1, 1, 1},
+                          Window{12, 7, 13, 12, 5, 5, 1, 1, 2, 2}, Window{20, 11, 16, 28, 5, 5, 2, 1, 1, 2},
+                          Window{12, 23, 17, 12, 7, 7, 2, 1, 3, 3}, Window{4, 9, 9, 12, 3, 3, 1, 2, 2, 2},
+                          Window{20, 6, 16, 4, 3, 3, 1, 2, 1, 1}, Window{4, 8, 7, 28, 5, 5, 3, 1, 2, 2},
+                          Window{12, 5, 9, 5, 1, 3, 1, 1, 0, 0}, Window{20, 7, 6, 12, 3, 1, 2, 1, 1, 1},
+                          Window{256, 29, 29, 12, 3, 3, 2, 1, 1, 1}}) {
+    window(t);
+  }
+  // Rows of 1 to 17 pixels, both strides, channel counts cycling.
+  for (int w = 1; w <= 17; ++w) {
+    const int c[] = {12, 20, 36}, oc[] = {4, 12, 28};
+    window(Window{c[w % 3], 2 + w % 4, w, oc[w / 3 % 3], 3, 3, 1 + w % 2, 1, 1, 1});
+  }
   return out;
 }
 
@@ -196,7 +224,7 @@ TEST_SUITE("kernels") {
           Mat ref;
           REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
           kestrel::kernels::conv_reference(g, w.data(), b.data(), in.data, in.cstep, ref.data, ref.cstep, 1);
-          INFO(std::string(k->name) << (first.planar() ? "" : " (blocked only)") << ": " << describe(first));
+          INFO(std::string(k->name) << (first.planar() ? "" : " (blocked only)") << ": " << kt::describe_conv(first));
           CHECK(kt::relative_error(want, ref) <= k->tolerance);
         }
         // A kernel of blocked input and output only (NEON's pack4) stands in for the
@@ -208,7 +236,7 @@ TEST_SUITE("kernels") {
             Mat planar_packed;
             REQUIRE(planar_packed.create(Shape::make1(int(planar->packed_floats(g)) + 1)));
             planar->pack(g, w.data(), b.data(), planar_packed.data);
-            INFO(std::string(k->name) << " against " << planar->name << ": " << describe(first));
+            INFO(std::string(k->name) << " against " << planar->name << ": " << kt::describe_conv(first));
             CHECK(kt::same_plane_values(kt::run_conv_kernel(planar, g, in, planar_packed.data, 1), want));
           }
         }
@@ -219,7 +247,7 @@ TEST_SUITE("kernels") {
             gb.out_pack = out_pack;
             if (gb.planar()) continue;
             const bool whole_blocks = (in_pack == 1 || g.in_c % lanes == 0) && (out_pack == 1 || g.out_c % lanes == 0);
-            INFO(std::string(k->name) << ": " << describe(gb));
+            INFO(std::string(k->name) << ": " << kt::describe_conv(gb));
             // Never claimed where the channels are not whole blocks.
             if (!whole_blocks) CHECK_FALSE(k->supports(gb));
             if (!k->supports(gb)) continue;

@@ -15,6 +15,7 @@ extern const ConvKernel kF32DwConv3x3Pack4_Neon;   // 3x3 depthwise, stride 1 an
 extern const ConvKernel kF32DwConv3x3_Neon;        // 3x3 depthwise, stride 1 and 2
 extern const ConvKernel kF32ConvWinogradPack4_Neon;  // 3x3 stride 1, Winograd F(6,3) / F(4,3), pack4 or planar
 extern const ConvKernel kF32ConvStemPack1to4_Neon;  // 3/5/7 stems of <= 8 planar channels into pack4
+extern const ConvKernel kF32ConvIm2colPack4_Neon;  // other dense windows, in_c % 4 == 0: pack4 im2col + 8x8 tiles
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
 
 // Pooling (src/arm/f32_pool*_neon.cpp).

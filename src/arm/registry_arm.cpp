@@ -12,6 +12,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &arm::kF32DwConv3x3_Neon,
       &arm::kF32ConvWinogradPack4_Neon,
       &arm::kF32ConvStemPack1to4_Neon,
+      &arm::kF32ConvIm2colPack4_Neon,
       &arm::kF32ConvSgemm_Neon,
   };
 }
