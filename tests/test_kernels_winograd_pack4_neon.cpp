@@ -9,15 +9,12 @@
 // 1 and 4 threads. NaN in the input's channel padding shows any read of it. On other
 // architectures the kernel is absent and the cases say so.
 #include <cstring>
-#include <sstream>
 
 #include "conv_test_util.h"
 #include "kernels/isa.h"
 
 namespace {
 
-using kestrel::Mat;
-using kestrel::Shape;
 using kestrel::fb::ActivationType;
 using kestrel::kernels::ConvGeometry;
 using kestrel::kernels::ConvKernel;
@@ -51,13 +48,6 @@ ConvGeometry geometry(const Case& c) {
   return g;
 }
 
-std::string describe(const ConvGeometry& g) {
-  std::ostringstream o;
-  o << g.in_c << "x" << g.in_h << "x" << g.in_w << " -> " << g.out_c << "x" << g.out_h << "x" << g.out_w << " pad "
-    << g.pad_top << " act " << int(g.act.type) << " packs " << g.in_pack << ">" << g.out_pack;
-  return o.str();
-}
-
 std::vector<Case> cases() {
   using A = ActivationType;
   return {
@@ -89,37 +79,8 @@ TEST_SUITE("kernels") {
     int runs = 0;
     for (const Case& c : cases()) {
       const ConvGeometry g = geometry(c);
-      INFO(describe(g));
-      REQUIRE(k->supports(g));
-      Mat in;
-      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
-      kt::fill_random(in, rng);
-      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * g.in_c * 9, rng);
-      const std::vector<float> b = kt::random_vector(g.out_c, rng);
-      Mat packed;
-      REQUIRE(packed.create(Shape::make1(int(k->packed_floats(g)))));
-      k->pack(g, w.data(), b.data(), packed.data);
-      const Mat want = kt::run_conv_kernel(k, g, in, packed.data, 1, true);
-      Mat ref;
-      REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
-      kestrel::kernels::conv_reference(g, w.data(), b.data(), in.data, in.cstep, ref.data, ref.cstep, 1);
-      CHECK(kt::relative_error(want, ref) <= k->tolerance);
-      for (int in_pack : {1, 4}) {
-        for (int out_pack : {1, 4}) {
-          ConvGeometry gb = g;
-          gb.in_pack = in_pack;
-          gb.out_pack = out_pack;
-          const bool claims = (in_pack == 1 || g.in_c % 4 == 0) && (out_pack == 1 || g.out_c % 4 == 0);
-          INFO(describe(gb));
-          REQUIRE(k->supports(gb) == claims);
-          if (!claims) continue;
-          for (int threads : {1, 4}) {
-            INFO("threads " << threads);
-            CHECK(kt::same_plane_values(kt::run_conv_kernel(k, gb, in, packed.data, threads, true), want));
-            ++runs;
-          }
-        }
-      }
+      INFO(kt::describe_conv(g));
+      runs += kt::check_every_layout(k, g, rng, {1, 4});
     }
     MESSAGE("f32_conv_winograd_pack4_neon: " << runs << " runs");
   }
