@@ -13,9 +13,10 @@
 //      4 and 1 for the rest) into M[xi][ob][tile][4];
 //   3. output transform of each (output block of 4, tile), bias and activation, and
 //      the store of its pixels inside the map, pack4 (one vector per pixel) or planar.
-// A planar input is first copied into the pack4 layout (missing channels of a last
-// block as zeros), so that planar and blocked maps give the same bits: the layout pass
-// may block a layer's maps or not, and this kernel is chosen either way.
+// A planar input is first copied into the pack4 layout (conv_pack4::gather_block_row:
+// missing channels of a last block as -0), so that planar and blocked maps give the
+// same bits: the layout pass may block a layer's maps or not, and this kernel is
+// chosen either way.
 //
 // Layouts
 //   packed weights  U[xi][ob][c][8] = (G g G^T)[xi] of input channel c and output
@@ -33,6 +34,7 @@
 
 #include "arm/arm_kernels.h"
 #include "arm/f32_conv1x1_pack4_8x8_neon.h"
+#include "arm/f32_conv_pack4_8x8_tiles_neon.h"
 #include "arm/f32_gemm_epilogue_neon.h"
 #include "arm/f32_winograd43_transforms_neon.h"
 #include "arm/f32_winograd63_transforms_neon.h"
@@ -153,28 +155,6 @@ size_t workspace_bytes(const ConvGeometry& g) {
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// Row y of channel block j of a planar input into the pack4 copy (zeros past in_c).
-void copy_row(const ConvGeometry& g, const float* in, size_t in_cstep, size_t j, int y, float* dst) {
-  const int real = std::min<int>(kLanes, g.in_c - static_cast<int>(j) * kLanes);
-  const float* chan[kLanes];
-  for (int i = 0; i < real; ++i) chan[i] = in + (j * kLanes + i) * in_cstep + static_cast<size_t>(y) * g.in_w;
-  int x = 0;
-  if (real == kLanes) {
-    // vst4 interleaves the four channels' rows into pixel vectors.
-    for (; x + 4 <= g.in_w; x += 4) {
-      float32x4x4_t q;
-      q.val[0] = vld1q_f32(chan[0] + x);
-      q.val[1] = vld1q_f32(chan[1] + x);
-      q.val[2] = vld1q_f32(chan[2] + x);
-      q.val[3] = vld1q_f32(chan[3] + x);
-      vst4q_f32(dst + x * kLanes, q);
-    }
-  }
-  for (; x < g.in_w; ++x) {
-    for (int i = 0; i < kLanes; ++i) dst[x * kLanes + i] = i < real ? chan[i][x] : 0.f;
-  }
-}
-
 struct Args {
   const ConvGeometry* g;
   const Plan* p;
@@ -285,7 +265,8 @@ void run_impl(const ConvGeometry& g, const Plan& p, const float* packed, const f
     for (int64_t i = 0; i < copy_rows; ++i) {
       const size_t j = static_cast<size_t>(i) / g.in_h;
       const int y = static_cast<int>(i % g.in_h);
-      copy_row(g, in, in_cstep, j, y, ws + j * a.in_cstep + static_cast<size_t>(y) * g.in_w * kLanes);
+      conv_pack4::gather_block_row(in, in_cstep, 1, g.in_c, j, static_cast<size_t>(y) * g.in_w, 1, g.in_w,
+                                   ws + j * a.in_cstep + static_cast<size_t>(y) * g.in_w * kLanes);
     }
     for (size_t t0 = 0; t0 < p.tiles; t0 += p.chunk) {
       a.t0 = t0;
