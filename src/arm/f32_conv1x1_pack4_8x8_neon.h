@@ -20,12 +20,14 @@
 #include <arm_neon.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace kestrel::kernels::arm::conv1x1_pack4 {
 
 constexpr int kTilePixels = 8;
 constexpr int kBlockOut = 8;     // output channels per weight block
 constexpr int kBiasFloats = 64;  // a full block's broadcast bias: [2][8][4]
+constexpr size_t kStepWeights = 32;  // weight floats a step reads: 4 rows x 8 channels
 
 // The accumulators of an 8-channel tile of up to 8 pixels: lN = output channels 0..3
 // of pixel N (one vector of output block 2b), hN = channels 4..7 (block 2b + 1).
@@ -33,6 +35,36 @@ constexpr int kBiasFloats = 64;  // a full block's broadcast bias: [2][8][4]
 struct Acc8x8 {
   float32x4_t l0, l1, l2, l3, l4, l5, l6, l7;
   float32x4_t h0, h1, h2, h3, h4, h5, h6, h7;
+};
+
+// The constants of the tiles over one X (kb blocks of 4 rows, rows xstep floats
+// apart), computed once per GEMM. The K loop is a body of 16 steps that the first turn
+// enters part-way, at step (16 - kb % 16) % 16, so that a tile of any kb takes one
+// computed branch and 2 loop instructions per 16 steps (a loop of 4 steps with tails
+// of 2 and 1 took 2 per 4 steps and 3 more per tile: 0.8 M instructions of MobileNet
+// v1's 159 M).
+constexpr size_t kBodySteps = 16;
+// Bytes of one step's instructions (loads and FMAs, 4 bytes each) for 8, 4 and 1
+// pixels; the assembly checks them (.error otherwise).
+constexpr size_t step_bytes(int p) { return 4 * (p == 8 ? 4 + 64 : p == 4 ? 3 + 32 : 3 + 8); }
+
+struct Loop {
+  size_t kb;
+  size_t skip;        // steps of the body the first turn skips
+  size_t xstep;       // bytes between the rows of a block
+  ptrdiff_t x8_step;  // an 8-pixel tile's second load of a row: the rest of the row step
+  ptrdiff_t x8_next;  // from past an 8-pixel tile's last row to the next tile's first
+  size_t entry8, entry4, entry1;  // byte offsets of step `skip` in the bodies of P pixels
+  Loop(size_t kb_, size_t xstep_floats)
+      : kb(kb_),
+        skip((kBodySteps - kb % kBodySteps) % kBodySteps),
+        xstep(xstep_floats * sizeof(float)),
+        x8_step(static_cast<ptrdiff_t>(xstep) - 64),
+        x8_next(static_cast<ptrdiff_t>(kTilePixels * 4 * sizeof(float)) - static_cast<ptrdiff_t>(kb * xstep)),
+        entry8(skip * step_bytes(8)),
+        entry4(skip * step_bytes(4)),
+        entry1(skip * step_bytes(1)) {}
+  size_t entry(int p) const { return p == 8 ? entry8 : p == 4 ? entry4 : entry1; }
 };
 
 // The 8-channel x P-pixel tile (P = 8, or 4 and 1: the rest of a square map is 0, 1
@@ -45,8 +77,8 @@ struct Acc8x8 {
 // outputs. A step's loads come first, together: loading the next step's operands as
 // soon as the FMAs are done with them was slower on llvm-mca's in-order Cortex-A53
 // (208 cycles per two steps against 191: it stalls each load behind the FMAs before
-// it) and the same on the A72. Four steps per loop turn: 0.018 other instructions per
-// multiply-add in the loop (two steps: 0.020).
+// it) and the same on the A72. The loop ends on the weight pointer (every tile of a
+// block reads the same kb * 128 bytes of weights), so no counter is set per tile.
 // One pixel and lane: its low (v16 + p) and high (v24 + p) accumulators.
 #define KP4_PIX(lo, hi, x, w_lo, w_hi, lane)                 \
   "fmla " #lo ".4s, " #w_lo ".4s, " #x ".s[" #lane "]\n\t"   \
@@ -59,36 +91,42 @@ struct Acc8x8 {
   KP4_LANE4(w_lo, w_hi, lane) KP4_PIX(v20, v28, v4, w_lo, w_hi, lane)                            \
   KP4_PIX(v21, v29, v5, w_lo, w_hi, lane) KP4_PIX(v22, v30, v6, w_lo, w_hi, lane)                \
   KP4_PIX(v23, v31, v7, w_lo, w_hi, lane)
-#define KP4_LOAD_X1 "ld1 {v0.4s}, [%[xa]], %[xstep]\n\t"
-#define KP4_LOAD_X4 "ld1 {v0.4s-v3.4s}, [%[xa]], %[xstep]\n\t"
-#define KP4_LOAD_X8 KP4_LOAD_X4 "ld1 {v4.4s-v7.4s}, [%[xb]], %[xstep]\n\t"
-#define KP4_BIAS1 "ld1 {v16.4s}, [%[blo]]\n\t" "ld1 {v24.4s}, [%[bhi]]\n\t"
-#define KP4_BIAS4 "ld1 {v16.4s-v19.4s}, [%[blo]], #64\n\t" "ld1 {v24.4s-v27.4s}, [%[bhi]], #64\n\t"
-#define KP4_BIAS8 KP4_BIAS4 "ld1 {v20.4s-v23.4s}, [%[blo]]\n\t" "ld1 {v28.4s-v31.4s}, [%[bhi]]\n\t"
+#define KP4_LOAD_X1 "ld1 {v0.4s}, [%[x]], %[xs]\n\t"
+#define KP4_LOAD_X4 "ld1 {v0.4s-v3.4s}, [%[x]], %[xs]\n\t"
+#define KP4_LOAD_X8 "ld1 {v0.4s-v3.4s}, [%[x]], #64\n\t" "ld1 {v4.4s-v7.4s}, [%[x]], %[xs]\n\t"
+#define KP4_BIAS1 "ld1 {v16.4s}, [%[b0]]\n\t" "ld1 {v24.4s}, [%[b2]]\n\t"
+#define KP4_BIAS4 "ld1 {v16.4s-v19.4s}, [%[b0]]\n\t" "ld1 {v24.4s-v27.4s}, [%[b2]]\n\t"
+#define KP4_BIAS8 KP4_BIAS4 "ld1 {v20.4s-v23.4s}, [%[b1]]\n\t" "ld1 {v28.4s-v31.4s}, [%[b3]]\n\t"
 #define KP4_STEP(LOAD_X, LANE)                                                    \
   LOAD_X                                                                          \
   "ld1 {v8.4s-v11.4s}, [%[w]], #64\n\t"                                           \
   "ld1 {v12.4s-v15.4s}, [%[w]], #64\n\t"                                          \
   LANE(v8, v9, 0) LANE(v10, v11, 1) LANE(v12, v13, 2) LANE(v14, v15, 3)
-// kb = 4 * quads + (bit 1) 2 + (bit 0) 1 steps.
-#define KP4_TILE(BIAS, LOAD_X, LANE)                                                                   \
+#define KP4_STEP4(LOAD_X, LANE) \
+  KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)
+// Enters the 16-step body at step `skip` (lp.entry: its byte offset), then turns until
+// the weights are read; NEXT moves x on (8 pixels: to the next tile).
+#define KP4_TILE(BIAS, LOAD_X, LANE, NEXT)                                                             \
   asm(BIAS                                                                                             \
-      "cbz %[quads], .Lkp4_two%=\n"                                                                    \
-      ".Lkp4_loop%=:\n\t"                                                                              \
-      KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)      \
-      "subs %[quads], %[quads], #1\n\t"                                                                \
-      "b.ne .Lkp4_loop%=\n"                                                                            \
-      ".Lkp4_two%=:\n\t"                                                                               \
-      "tbz %[kb], #1, .Lkp4_one%=\n\t"                                                                 \
-      KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)                                                    \
-      ".Lkp4_one%=:\n\t"                                                                               \
-      "tbz %[kb], #0, .Lkp4_end%=\n\t"                                                                 \
+      "adr %[e], .Lkp4_body%=\n\t"                                                                     \
+      "add %[e], %[e], %[entry]\n\t"                                                                   \
+      "br %[e]\n"                                                                                      \
+      ".Lkp4_body%=:\n\t"                                                                              \
       KP4_STEP(LOAD_X, LANE)                                                                           \
-      ".Lkp4_end%=:\n\t"                                                                               \
+      ".Lkp4_step1%=:\n\t"                                                                             \
+      KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)                             \
+      KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE)                          \
+      "cmp %[w], %[wend]\n\t"                                                                          \
+      "b.ne .Lkp4_body%=\n\t"                                                                          \
+      ".if .Lkp4_step1%= - .Lkp4_body%= - %c[sb]\n\t"                                                  \
+      ".error \"step_bytes() is not the size of a step\"\n\t"                                          \
+      ".endif\n\t"                                                                                     \
+      NEXT                                                                                             \
       : "=w"(l0), "=w"(l1), "=w"(l2), "=w"(l3), "=w"(l4), "=w"(l5), "=w"(l6), "=w"(l7), "=w"(h0),        \
-        "=w"(h1), "=w"(h2), "=w"(h3), "=w"(h4), "=w"(h5), "=w"(h6), "=w"(h7), [w] "+r"(w), [xa] "+r"(xa), \
-        [xb] "+r"(xb), [quads] "+r"(quads), [blo] "+r"(bias_lo), [bhi] "+r"(bias_hi)                    \
-      : [xstep] "r"(xstep * sizeof(float)), [kb] "r"(kb)                                                 \
+        "=w"(h1), "=w"(h2), "=w"(h3), "=w"(h4), "=w"(h5), "=w"(h6), "=w"(h7), [w] "+r"(w), [x] "+r"(x),   \
+        [e] "=&r"(e)                                                                                     \
+      : [entry] "r"(lp.entry(P)), [wend] "r"(wend), [xs] "r"(xs), [xn] "r"(lp.x8_next), [b0] "r"(bias),  \
+        [b1] "r"(bias + 16), [b2] "r"(bias + 32), [b3] "r"(bias + 48), [sb] "i"(step_bytes(P))           \
       : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",   \
         "v15", "cc", "memory")
 
@@ -100,40 +138,41 @@ struct Acc8x8 {
   register float32x4_t h0 asm("v24"), h1 asm("v25"), h2 asm("v26"), h3 asm("v27");       \
   register float32x4_t h4 asm("v28"), h5 asm("v29"), h6 asm("v30"), h7 asm("v31")
 
-// bias: the block's broadcast bias ([2][8][4]).
+// w: the block's weights (kb * 128 bytes), bias: its broadcast bias ([2][8][4]); x:
+// the tile's first pixel in row 0, moved on: 8 pixels, to the next 8-pixel tile
+// (x + 32 floats); 4 and 1, past the last row.
 template <int P>
-__attribute__((always_inline)) inline Acc8x8 tile(size_t kb, const float* w, const float* x, size_t xstep,
+__attribute__((always_inline)) inline Acc8x8 tile(const Loop& lp, const float* w, const float*& x,
                                                   const float* bias) {
   static_assert(P == 8 || P == 4 || P == 1, "8, 4 or 1 pixels");
   KP4_ACC_REGISTERS;
-  const float* xa = x;
-  const float* xb = x + 16;
-  const float* bias_lo = bias;
-  const float* bias_hi = bias + 4 * kTilePixels;
-  size_t quads = kb / 4;
+  const float* wend = w + lp.kb * kStepWeights;
+  const size_t xs = P == 8 ? static_cast<size_t>(lp.x8_step) : lp.xstep;
+  uint64_t e;
   if constexpr (P == 8) {
-    KP4_TILE(KP4_BIAS8, KP4_LOAD_X8, KP4_LANE8);
+    KP4_TILE(KP4_BIAS8, KP4_LOAD_X8, KP4_LANE8, "add %[x], %[x], %[xn]\n\t");
   } else if constexpr (P == 4) {
-    KP4_TILE(KP4_BIAS4, KP4_LOAD_X4, KP4_LANE4);
+    KP4_TILE(KP4_BIAS4, KP4_LOAD_X4, KP4_LANE4, "");
   } else {
-    KP4_TILE(KP4_BIAS1, KP4_LOAD_X1, KP4_LANE1);
+    KP4_TILE(KP4_BIAS1, KP4_LOAD_X1, KP4_LANE1, "");
   }
   return Acc8x8{l0, l1, l2, l3, l4, l5, l6, l7, h0, h1, h2, h3, h4, h5, h6, h7};
 }
 
-// Stores an 8 x 8 tile as two runs of 8 pack4 vectors (lo, hi) with 4 instructions:
-// the registers are bound back to v16-v31, where the FMAs left them (and the fused
-// activation, which GCC computes in place), so that st1's consecutive registers hold
-// them without moves (vst1q_f32 pairs: 8 stp and 2 str, GCC pairing them unevenly).
-__attribute__((always_inline)) inline void store8x8_pack4(const Acc8x8& a, float* lo, float* hi) {
+// Stores an 8 x 8 tile as two runs of 8 pack4 vectors (lo, hi) with 4 instructions,
+// moving lo and hi on by 8 vectors: the registers are bound back to v16-v31, where
+// the FMAs left them (and the fused activation, which GCC computes in place), so that
+// st1's consecutive registers hold them without moves (vst1q_f32 pairs: 8 stp and 2
+// str, GCC pairing them unevenly).
+__attribute__((always_inline)) inline void store8x8_pack4(const Acc8x8& a, float*& lo, float*& hi) {
   KP4_ACC_REGISTERS;
   l0 = a.l0, l1 = a.l1, l2 = a.l2, l3 = a.l3, l4 = a.l4, l5 = a.l5, l6 = a.l6, l7 = a.l7;
   h0 = a.h0, h1 = a.h1, h2 = a.h2, h3 = a.h3, h4 = a.h4, h5 = a.h5, h6 = a.h6, h7 = a.h7;
   asm volatile(
       "st1 {v16.4s-v19.4s}, [%[lo]], #64\n\t"
-      "st1 {v20.4s-v23.4s}, [%[lo]]\n\t"
+      "st1 {v20.4s-v23.4s}, [%[lo]], #64\n\t"
       "st1 {v24.4s-v27.4s}, [%[hi]], #64\n\t"
-      "st1 {v28.4s-v31.4s}, [%[hi]]\n\t"
+      "st1 {v28.4s-v31.4s}, [%[hi]], #64\n\t"
       : [lo] "+r"(lo), [hi] "+r"(hi)
       : "w"(l0), "w"(l1), "w"(l2), "w"(l3), "w"(l4), "w"(l5), "w"(l6), "w"(l7), "w"(h0), "w"(h1), "w"(h2), "w"(h3),
         "w"(h4), "w"(h5), "w"(h6), "w"(h7)
@@ -151,6 +190,7 @@ __attribute__((always_inline)) inline void store8x8_pack4(const Acc8x8& a, float
 #undef KP4_BIAS4
 #undef KP4_BIAS8
 #undef KP4_STEP
+#undef KP4_STEP4
 #undef KP4_TILE
 #undef KP4_ACC_REGISTERS
 

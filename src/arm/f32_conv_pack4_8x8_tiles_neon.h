@@ -214,7 +214,9 @@ __attribute__((always_inline)) inline void store_tile(Acc8x8 a, int rows, float*
     activate<P>(a, epi);
     float* hi = out + cstep;
     if constexpr (P == kTilePixels) {
-      store8x8_pack4(a, out, hi);
+      float* lo = out;
+      float* h = hi;
+      store8x8_pack4(a, lo, h);
     } else {
       store_run<P>(out, Run{a.l0, a.l1, a.l2, a.l3, a.l4, a.l5, a.l6, a.l7});
       store_run<P>(hi, Run{a.h0, a.h1, a.h2, a.h3, a.h4, a.h5, a.h6, a.h7});
@@ -249,6 +251,25 @@ void tile_any_n(int n, size_t kb, const float* w, const float* x, size_t xstep, 
   }
 }
 
+// n >= 1 consecutive 8-pixel tiles of a block of 8 channels to a pack4 output, the
+// activation fused. A function of its own: inside run_tiles GCC kept the loop's
+// constants on the stack (two reloads and the entry's arithmetic in every tile).
+template <class Epi>
+__attribute__((noinline)) void run_full_pack4(const Loop& loop, const float* w, const float* bias, const float* x,
+                                              float* lo, size_t cstep, size_t n, const Epi& epi) {
+  const Loop lp = loop;
+  float* hi = lo + cstep;
+  // The tile and the stores move x, lo and hi on to the next tile.
+  do {
+    Acc8x8 acc = tile<8>(lp, w, x, bias);
+    activate<kTilePixels>(acc, epi);
+    float* const first = lo;
+    store8x8_pack4(acc, lo, hi);
+    epi.finish(first, kTilePixels * kLanes);
+    epi.finish(first + cstep, kTilePixels * kLanes);
+  } while (--n != 0);
+}
+
 // Tiles [t0, t1) of output-channel block b. A block of 8 channels runs the assembly
 // tiles (8 pixels, and a last 4 or 1), the activation fused on their registers; a
 // last block of 4 channels and other pixel counts run tile_any through a buffer.
@@ -257,36 +278,44 @@ __attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b
                                          const Epi& epi) {
   // Locals, not a's and pl's members: the assembly's memory clobber would have GCC
   // load those again for every tile.
-  const size_t kb = pl.kb, full = pl.full, xstep = a.xstep, out_cstep = a.out_cstep;
+  const size_t full = pl.full, out_cstep = a.out_cstep;
   const int rest = pl.rest;
+  const Loop lp(pl.kb, a.xstep);
   const int rows = static_cast<int>(std::min<size_t>(kBlockOut, a.out_c - b * kBlockOut));
   const int halves = rows > kLanes ? 2 : 1;
-  const float* w = a.weights + b * block_floats(kb, 2);
-  const float* bias = w + kb * kLanes * kLanes * halves;
+  const float* w = a.weights + b * block_floats(pl.kb, 2);
+  const float* bias = w + pl.kb * kLanes * kLanes * halves;
   const float* in = a.x;
   constexpr size_t kOutPx = kOutPack == kLanes ? kLanes : 1;
   // The block's first output channel (pack4: its first block of 4).
   float* out = a.out + b * (kBlockOut / kOutPx) * out_cstep;
   alignas(16) float buf[2 * kTilePixels * kLanes];
   const bool asm_tiles = halves == 2;
-  const size_t fast_end = asm_tiles ? std::min(t1, full) : t0;
-  for (size_t t = t0; t < fast_end; ++t) {
-    const Acc8x8 acc = tile<8>(kb, w, in + t * kTilePixels * kLanes, xstep, bias);
-    store_tile<8, kOutPack>(acc, rows, out + t * kTilePixels * kOutPx, out_cstep, epi, buf);
+  const size_t fast_end = asm_tiles ? std::max(t0, std::min(t1, full)) : t0;
+  if constexpr (kOutPack == kLanes) {
+    if (fast_end > t0) {
+      const size_t first = t0 * kTilePixels * kLanes;
+      run_full_pack4(lp, w, bias, in + first, out + first, out_cstep, fast_end - t0, epi);
+    }
+  } else {
+    const float* x = in + t0 * kTilePixels * kLanes;
+    for (size_t t = t0; t < fast_end; ++t) {
+      store_tile<8, kOutPack>(tile<8>(lp, w, x, bias), rows, out + t * kTilePixels * kOutPx, out_cstep, epi, buf);
+    }
   }
   for (size_t t = fast_end; t < t1; ++t) {
     const int n = t < full ? kTilePixels : rest;
-    const float* x = in + t * kTilePixels * kLanes;
+    const float* xt = in + t * kTilePixels * kLanes;
     float* o = out + t * kTilePixels * kOutPx;
     if (asm_tiles && n == 4) {
-      store_tile<4, kOutPack>(tile<4>(kb, w, x, xstep, bias), rows, o, out_cstep, epi, buf);
+      store_tile<4, kOutPack>(tile<4>(lp, w, xt, bias), rows, o, out_cstep, epi, buf);
     } else if (asm_tiles && n == 1) {
-      store_tile<1, kOutPack>(tile<1>(kb, w, x, xstep, bias), rows, o, out_cstep, epi, buf);
+      store_tile<1, kOutPack>(tile<1>(lp, w, xt, bias), rows, o, out_cstep, epi, buf);
     } else {
       if (halves == 2) {
-        tile_any_n<2>(n, kb, w, x, xstep, bias, buf);
+        tile_any_n<2>(n, pl.kb, w, xt, a.xstep, bias, buf);
       } else {
-        tile_any_n<1>(n, kb, w, x, xstep, bias, buf);
+        tile_any_n<1>(n, pl.kb, w, xt, a.xstep, bias, buf);
       }
       store_from(buf, n, rows, kOutPack, o, out_cstep, epi);
     }
@@ -298,12 +327,27 @@ __attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b
 template <int kOutPack, class Epi>
 void run_items(const Args& a, const Plan& pl, const Epi& epi) {
   // Locals: run_tiles might change what pl refers to, as far as GCC knows.
-  const size_t nblocks = pl.nblocks, run = pl.run_tiles, tiles = pl.tiles;
+  const size_t nblocks = pl.nblocks, run = pl.run_tiles, tiles = pl.tiles, full = pl.full, kb = pl.kb;
+  const size_t out_cstep = a.out_cstep;
   const int64_t items = static_cast<int64_t>(nblocks * pl.runs);
+  // Blocks below `wide` hold 8 channels' weights (the assembly tiles' blocks).
+  const size_t wide = nblocks - (narrow_last(a.out_c) ? 1 : 0);
+  const Loop lp(kb, a.xstep);
 #pragma omp for schedule(static)
   for (int64_t i = 0; i < items; ++i) {
     const size_t b = static_cast<size_t>(i) % nblocks, t0 = static_cast<size_t>(i) / nblocks * run;
-    run_tiles<kOutPack>(a, pl, b, t0, std::min(tiles, t0 + run), epi);
+    const size_t t1 = std::min(tiles, t0 + run);
+    if (kOutPack == kLanes && b < wide && t1 <= full) {
+      // Whole tiles of a wide block to a pack4 output (most items): straight to the
+      // tile loop, without run_tiles' setup for the other cases (~100 instructions an
+      // item).
+      const float* w = a.weights + b * block_floats(kb, 2);
+      const size_t first = t0 * kTilePixels * kLanes;
+      run_full_pack4(lp, w, w + kb * kStepWeights, a.x + first, a.out + b * 2 * out_cstep + first, out_cstep,
+                     t1 - t0, epi);
+    } else {
+      run_tiles<kOutPack>(a, pl, b, t0, t1, epi);
+    }
   }
 }
 

@@ -191,17 +191,26 @@ void multiply(const Args& a, size_t xi, size_t ob, const float* packed) {
   const float* x = a.v + xi * kb * nt * kLanes;
   float* lo = a.m + (xi * p.ob4 + 2 * ob) * nt * kLanes;
   float* hi = lo + nt * kLanes;
+  const p4::Loop lp(kb, xstep);
   size_t t = 0;
-  for (; t + p4::kTilePixels <= nt; t += p4::kTilePixels) {
-    p4::store8x8_pack4(p4::tile<8>(kb, w, x + t * kLanes, xstep, kZeroBias), lo + t * kLanes, hi + t * kLanes);
+  {
+    // The tile and the stores move xt, lo and hi on to the next tile.
+    const float* xt = x;
+    float* lo_t = lo;
+    float* hi_t = hi;
+    for (; t + p4::kTilePixels <= nt; t += p4::kTilePixels) {
+      p4::store8x8_pack4(p4::tile<8>(lp, w, xt, kZeroBias), lo_t, hi_t);
+    }
   }
   for (; t + 4 <= nt; t += 4) {
-    const p4::Acc8x8 r = p4::tile<4>(kb, w, x + t * kLanes, xstep, kZeroBias);
+    const float* xt = x + t * kLanes;
+    const p4::Acc8x8 r = p4::tile<4>(lp, w, xt, kZeroBias);
     p4::store_run<4>(lo + t * kLanes, p4::Run{r.l0, r.l1, r.l2, r.l3, r.l0, r.l0, r.l0, r.l0});
     p4::store_run<4>(hi + t * kLanes, p4::Run{r.h0, r.h1, r.h2, r.h3, r.h0, r.h0, r.h0, r.h0});
   }
   for (; t < nt; ++t) {
-    const p4::Acc8x8 r = p4::tile<1>(kb, w, x + t * kLanes, xstep, kZeroBias);
+    const float* xt = x + t * kLanes;
+    const p4::Acc8x8 r = p4::tile<1>(lp, w, xt, kZeroBias);
     vst1q_f32(lo + t * kLanes, r.l0);
     vst1q_f32(hi + t * kLanes, r.h0);
   }

@@ -7,5 +7,5 @@ using namespace kestrel::kernels::arm::conv1x1_pack4;
 
 extern "C" void mca_conv1x1_pack4_8x8(size_t kb, const float* w, const float* x, size_t xstep, const float* bias,
                                       float* lo, float* hi) {
-  store8x8_pack4(tile<8>(kb, w, x, xstep, bias), lo, hi);
+  store8x8_pack4(tile<8>(Loop(kb, xstep), w, x, bias), lo, hi);
 }
