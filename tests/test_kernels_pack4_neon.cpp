@@ -79,6 +79,9 @@ std::vector<Case> cases() {
       {8, 3, 2, 16, 1, A::Clip},
       {24, 2, 7, 16, 1, A::ReLU},
       {260, 3, 3, 16, 1, A::ReLU},
+      // K a multiple of 64 (whole 16-step turns, no computed entry): one turn, two.
+      {64, 4, 5, 16, 1, A::ReLU},
+      {128, 3, 3, 24, 1, A::None},
       // Runs of many tiles (run-major items) and many blocks on a small map (weight-major).
       {8, 40, 41, 16, 1, A::ReLU},
       {64, 2, 3, 136, 1, A::LeakyReLU},

@@ -68,7 +68,7 @@ def lanes_of(lines):
 
 
 BRANCH_RE = re.compile(r"^\s*(b\.?\w*|cbnz|cbz|tbnz|tbz)\s+.*?(\.L\w+)\s*$")
-LABEL_RE = re.compile(r"^(\.L\w+):")
+LABEL_RE = re.compile(r"^\s*(\.L\w+):")
 
 
 LOAD_RE = re.compile(r"^\s*(ld[1-4]r?|ldr|ldp|ldur|ldnp)\s", re.I)

@@ -106,11 +106,13 @@ struct Loop {
   KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)
 // Enters the 16-step body at step `skip` (lp.entry: its byte offset), then turns until
 // the weights are read; NEXT moves x on (8 pixels: to the next tile).
-#define KP4_TILE(BIAS, LOAD_X, LANE, NEXT)                                                             \
+#define KP4_ENTER                      \
+  "adr %[e], .Lkp4_body%=\n\t"          \
+  "add %[e], %[e], %[entry]\n\t"        \
+  "br %[e]\n"
+#define KP4_TILE(BIAS, ENTER, LOAD_X, LANE, NEXT)                                                      \
   asm(BIAS                                                                                             \
-      "adr %[e], .Lkp4_body%=\n\t"                                                                     \
-      "add %[e], %[e], %[entry]\n\t"                                                                   \
-      "br %[e]\n"                                                                                      \
+      ENTER                                                                                            \
       ".Lkp4_body%=:\n\t"                                                                              \
       KP4_STEP(LOAD_X, LANE)                                                                           \
       ".Lkp4_step1%=:\n\t"                                                                             \
@@ -141,7 +143,7 @@ struct Loop {
 // w: the block's weights (kb * 128 bytes), bias: its broadcast bias ([2][8][4]); x:
 // the tile's first pixel in row 0, moved on: 8 pixels, to the next 8-pixel tile
 // (x + 32 floats); 4 and 1, past the last row.
-template <int P>
+template <int P, bool kWhole = false>
 __attribute__((always_inline)) inline Acc8x8 tile(const Loop& lp, const float* w, const float*& x,
                                                   const float* bias) {
   static_assert(P == 8 || P == 4 || P == 1, "8, 4 or 1 pixels");
@@ -149,12 +151,16 @@ __attribute__((always_inline)) inline Acc8x8 tile(const Loop& lp, const float* w
   const float* wend = w + lp.kb * kStepWeights;
   const size_t xs = P == 8 ? static_cast<size_t>(lp.x8_step) : lp.xstep;
   uint64_t e;
-  if constexpr (P == 8) {
-    KP4_TILE(KP4_BIAS8, KP4_LOAD_X8, KP4_LANE8, "add %[x], %[x], %[xn]\n\t");
+  // kWhole: kb is a multiple of 16 (lp.skip == 0; so are most layers' K / 4), the
+  // body is entered at its start without the computed branch.
+  if constexpr (P == 8 && kWhole) {
+    KP4_TILE(KP4_BIAS8, "", KP4_LOAD_X8, KP4_LANE8, "add %[x], %[x], %[xn]\n\t");
+  } else if constexpr (P == 8) {
+    KP4_TILE(KP4_BIAS8, KP4_ENTER, KP4_LOAD_X8, KP4_LANE8, "add %[x], %[x], %[xn]\n\t");
   } else if constexpr (P == 4) {
-    KP4_TILE(KP4_BIAS4, KP4_LOAD_X4, KP4_LANE4, "");
+    KP4_TILE(KP4_BIAS4, KP4_ENTER, KP4_LOAD_X4, KP4_LANE4, "");
   } else {
-    KP4_TILE(KP4_BIAS1, KP4_LOAD_X1, KP4_LANE1, "");
+    KP4_TILE(KP4_BIAS1, KP4_ENTER, KP4_LOAD_X1, KP4_LANE1, "");
   }
   return Acc8x8{l0, l1, l2, l3, l4, l5, l6, l7, h0, h1, h2, h3, h4, h5, h6, h7};
 }
@@ -192,6 +198,7 @@ __attribute__((always_inline)) inline void store8x8_pack4(const Acc8x8& a, float
 #undef KP4_STEP
 #undef KP4_STEP4
 #undef KP4_TILE
+#undef KP4_ENTER
 #undef KP4_ACC_REGISTERS
 
 // Every other tile (a last 2, 3, 5, 6 or 7 pixels of a map, a last block of 4 output

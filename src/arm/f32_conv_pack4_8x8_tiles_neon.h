@@ -254,20 +254,30 @@ void tile_any_n(int n, size_t kb, const float* w, const float* x, size_t xstep, 
 // n >= 1 consecutive 8-pixel tiles of a block of 8 channels to a pack4 output, the
 // activation fused. A function of its own: inside run_tiles GCC kept the loop's
 // constants on the stack (two reloads and the entry's arithmetic in every tile).
-template <class Epi>
-__attribute__((noinline)) void run_full_pack4(const Loop& loop, const float* w, const float* bias, const float* x,
-                                              float* lo, size_t cstep, size_t n, const Epi& epi) {
+template <bool kWhole, class Epi>
+__attribute__((noinline)) void run_full_pack4_k(const Loop& loop, const float* w, const float* bias, const float* x,
+                                                float* lo, size_t cstep, size_t n, const Epi& epi) {
   const Loop lp = loop;
   float* hi = lo + cstep;
   // The tile and the stores move x, lo and hi on to the next tile.
   do {
-    Acc8x8 acc = tile<8>(lp, w, x, bias);
+    Acc8x8 acc = tile<8, kWhole>(lp, w, x, bias);
     activate<kTilePixels>(acc, epi);
     float* const first = lo;
     store8x8_pack4(acc, lo, hi);
     epi.finish(first, kTilePixels * kLanes);
     epi.finish(first + cstep, kTilePixels * kLanes);
   } while (--n != 0);
+}
+
+template <class Epi>
+inline void run_full_pack4(const Loop& lp, const float* w, const float* bias, const float* x, float* lo,
+                           size_t cstep, size_t n, const Epi& epi) {
+  if (lp.skip == 0) {
+    run_full_pack4_k<true>(lp, w, bias, x, lo, cstep, n, epi);
+  } else {
+    run_full_pack4_k<false>(lp, w, bias, x, lo, cstep, n, epi);
+  }
 }
 
 // Tiles [t0, t1) of output-channel block b. A block of 8 channels runs the assembly

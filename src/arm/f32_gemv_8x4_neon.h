@@ -30,11 +30,11 @@ inline const float* gemv_8x4_q(const float* w, const float* x, size_t n, float32
   "fmla v18.4s, v26.4s, " #xv ".s[1]\n\t" "fmla v19.4s, v27.4s, " #xv ".s[1]\n\t"              \
   "fmla v20.4s, v28.4s, " #xv ".s[2]\n\t" "fmla v21.4s, v29.4s, " #xv ".s[2]\n\t"              \
   "fmla v22.4s, v30.4s, " #xv ".s[3]\n\t" "fmla v23.4s, v31.4s, " #xv ".s[3]\n\t"
-    asm("1:\n\t"
+    asm(".Lkg_turn%=:\n\t"
         "ld1 {v0.4s-v3.4s}, [%[x]], #64\n\t"
         KG_STEP(v0) KG_STEP(v1) KG_STEP(v2) KG_STEP(v3)
         "subs %[n], %[n], #1\n\t"
-        "b.ne 1b\n\t"
+        "b.ne .Lkg_turn%=\n\t"
         : "+w"(a0), "+w"(a1), "+w"(a2), "+w"(a3), "+w"(a4), "+w"(a5), "+w"(a6), "+w"(a7), [w] "+r"(w),
           [x] "+r"(xp), [n] "+r"(turns)
         :
