@@ -15,6 +15,8 @@
 // order (bias, then the K rows in order), whatever tile it is in, so the result
 // depends neither on the thread count nor on how the pixels are cut into tiles.
 #pragma once
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -251,32 +253,65 @@ void tile_any_n(int n, size_t kb, const float* w, const float* x, size_t xstep, 
   }
 }
 
-// n >= 1 consecutive 8-pixel tiles of a block of 8 channels to a pack4 output, the
-// activation fused. A function of its own: inside run_tiles GCC kept the loop's
-// constants on the stack (two reloads and the entry's arithmetic in every tile).
+// Wide blocks (8 channels) [b0, b1) over the same tiles to a pack4 output, the
+// activation fused: for each block its `nfull` 8-pixel tiles from x, then a last tile
+// of `rest` = 4 or 1 pixels (0: none). One function for a run of work items: called
+// per item (or with the loop inside run_tiles) GCC spent ~60 instructions an item on
+// setup and kept the loop's constants on the stack.
+struct Blocks {
+  const float* w;  // block b0's weights; its bias follows them, at kb * kStepWeights
+  size_t wstep;    // floats from one block's weights to the next's
+  const float* x;  // the first tile's input
+  float* out;      // block b0's output at the first tile (its first vector of 4 channels)
+  size_t cstep;    // floats from one output block of 4 channels to the next
+  size_t nblocks, nfull;
+  int rest;
+};
+
 template <bool kWhole, class Epi>
-__attribute__((noinline)) void run_full_pack4_k(const Loop& loop, const float* w, const float* bias, const float* x,
-                                                float* lo, size_t cstep, size_t n, const Epi& epi) {
+__attribute__((noinline)) void run_blocks_pack4(const Loop& loop, const Blocks& blocks, const Epi& epi) {
   const Loop lp = loop;
-  float* hi = lo + cstep;
-  // The tile and the stores move x, lo and hi on to the next tile.
-  do {
-    Acc8x8 acc = tile<8, kWhole>(lp, w, x, bias);
-    activate<kTilePixels>(acc, epi);
-    float* const first = lo;
-    store8x8_pack4(acc, lo, hi);
-    epi.finish(first, kTilePixels * kLanes);
-    epi.finish(first + cstep, kTilePixels * kLanes);
-  } while (--n != 0);
+  const Blocks bl = blocks;
+  const float* w = bl.w;
+  float* o = bl.out;
+  for (size_t b = 0; b < bl.nblocks; ++b, w += bl.wstep, o += 2 * bl.cstep) {
+    const float* bias = w + lp.kb * kStepWeights;
+    // The tile and the stores move x, lo and hi on to the next tile.
+    const float* x = bl.x;
+    float* lo = o;
+    float* hi = o + bl.cstep;
+    for (size_t n = bl.nfull; n != 0; --n) {
+      Acc8x8 acc = tile<8, kWhole>(lp, w, x, bias);
+      activate<kTilePixels>(acc, epi);
+      float* const first = lo;
+      store8x8_pack4(acc, lo, hi);
+      epi.finish(first, kTilePixels * kLanes);
+      epi.finish(first + bl.cstep, kTilePixels * kLanes);
+    }
+    if (bl.rest == 4) {
+      Acc8x8 r = tile<4>(lp, w, x, bias);
+      activate<4>(r, epi);
+      store_run<4>(lo, Run{r.l0, r.l1, r.l2, r.l3, r.l0, r.l0, r.l0, r.l0});
+      store_run<4>(hi, Run{r.h0, r.h1, r.h2, r.h3, r.h0, r.h0, r.h0, r.h0});
+      epi.finish(lo, 4 * kLanes);
+      epi.finish(hi, 4 * kLanes);
+    } else if (bl.rest == 1) {
+      Acc8x8 r = tile<1>(lp, w, x, bias);
+      activate<1>(r, epi);
+      vst1q_f32(lo, r.l0);
+      vst1q_f32(hi, r.h0);
+      epi.finish(lo, kLanes);
+      epi.finish(hi, kLanes);
+    }
+  }
 }
 
 template <class Epi>
-inline void run_full_pack4(const Loop& lp, const float* w, const float* bias, const float* x, float* lo,
-                           size_t cstep, size_t n, const Epi& epi) {
+inline void run_blocks(const Loop& lp, const Blocks& bl, const Epi& epi) {
   if (lp.skip == 0) {
-    run_full_pack4_k<true>(lp, w, bias, x, lo, cstep, n, epi);
+    run_blocks_pack4<true>(lp, bl, epi);
   } else {
-    run_full_pack4_k<false>(lp, w, bias, x, lo, cstep, n, epi);
+    run_blocks_pack4<false>(lp, bl, epi);
   }
 }
 
@@ -305,7 +340,7 @@ __attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b
   if constexpr (kOutPack == kLanes) {
     if (fast_end > t0) {
       const size_t first = t0 * kTilePixels * kLanes;
-      run_full_pack4(lp, w, bias, in + first, out + first, out_cstep, fast_end - t0, epi);
+      run_blocks(lp, Blocks{w, 0, in + first, out + first, out_cstep, 1, fast_end - t0, 0}, epi);
     }
   } else {
     const float* x = in + t0 * kTilePixels * kLanes;
@@ -332,32 +367,47 @@ __attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b
   }
 }
 
+// Work items [i0, i1) of `pl`: item i is block i % nblocks over run i / nblocks, so a
+// range is runs of consecutive blocks over the same tiles. Wide blocks to a pack4
+// output go to run_blocks a run at a time; the rest (a narrow last block, a planar
+// output, a last tile of 2, 3, 5, 6 or 7 pixels) to run_tiles an item at a time.
+template <int kOutPack, class Epi>
+void run_range(const Args& a, const Plan& pl, size_t i0, size_t i1, const Epi& epi) {
+  const size_t nblocks = pl.nblocks, run = pl.run_tiles, tiles = pl.tiles, full = pl.full, kb = pl.kb;
+  const size_t wide = nblocks - (narrow_last(a.out_c) ? 1 : 0);
+  const bool asm_rest = pl.rest == 0 || pl.rest == 1 || pl.rest == 4;
+  const Loop lp(kb, a.xstep);
+  for (size_t i = i0; i < i1;) {
+    const size_t b0 = i % nblocks, t0 = i / nblocks * run;
+    const size_t b1 = std::min(nblocks, b0 + (i1 - i));
+    const size_t t1 = std::min(tiles, t0 + run);
+    const bool has_rest = t1 > full;
+    const size_t fast_blocks = kOutPack == kLanes && b0 < wide ? std::min(b1, wide) - b0 : 0;
+    if (fast_blocks > 0) {
+      const size_t first = t0 * kTilePixels * kLanes;
+      const size_t wstep = block_floats(kb, 2);
+      const Blocks bl{a.weights + b0 * wstep, wstep, a.x + first, a.out + b0 * 2 * a.out_cstep + first,
+                      a.out_cstep, fast_blocks, std::min(t1, full) - t0, has_rest && asm_rest ? pl.rest : 0};
+      run_blocks(lp, bl, epi);
+      if (has_rest && !asm_rest) {
+        for (size_t b = b0; b < b0 + fast_blocks; ++b) run_tiles<kOutPack>(a, pl, b, full, t1, epi);
+      }
+    }
+    for (size_t b = b0 + fast_blocks; b < b1; ++b) run_tiles<kOutPack>(a, pl, b, t0, t1, epi);
+    i += b1 - b0;
+  }
+}
+
 // Every work item of `pl`, shared among the threads of the enclosing parallel region
-// (an orphaned `omp for`: its end is the team's barrier).
+// in one contiguous range per thread (an orphaned `omp for`: its end is the team's
+// barrier).
 template <int kOutPack, class Epi>
 void run_items(const Args& a, const Plan& pl, const Epi& epi) {
-  // Locals: run_tiles might change what pl refers to, as far as GCC knows.
-  const size_t nblocks = pl.nblocks, run = pl.run_tiles, tiles = pl.tiles, full = pl.full, kb = pl.kb;
-  const size_t out_cstep = a.out_cstep;
-  const int64_t items = static_cast<int64_t>(nblocks * pl.runs);
-  // Blocks below `wide` hold 8 channels' weights (the assembly tiles' blocks).
-  const size_t wide = nblocks - (narrow_last(a.out_c) ? 1 : 0);
-  const Loop lp(kb, a.xstep);
+  const size_t items = pl.nblocks * pl.runs;
+  const int nt = omp_get_num_threads();
 #pragma omp for schedule(static)
-  for (int64_t i = 0; i < items; ++i) {
-    const size_t b = static_cast<size_t>(i) % nblocks, t0 = static_cast<size_t>(i) / nblocks * run;
-    const size_t t1 = std::min(tiles, t0 + run);
-    if (kOutPack == kLanes && b < wide && t1 <= full) {
-      // Whole tiles of a wide block to a pack4 output (most items): straight to the
-      // tile loop, without run_tiles' setup for the other cases (~100 instructions an
-      // item).
-      const float* w = a.weights + b * block_floats(kb, 2);
-      const size_t first = t0 * kTilePixels * kLanes;
-      run_full_pack4(lp, w, w + kb * kStepWeights, a.x + first, a.out + b * 2 * out_cstep + first, out_cstep,
-                     t1 - t0, epi);
-    } else {
-      run_tiles<kOutPack>(a, pl, b, t0, t1, epi);
-    }
+  for (int c = 0; c < nt; ++c) {
+    run_range<kOutPack>(a, pl, items * c / nt, items * (c + 1) / nt, epi);
   }
 }
 
