@@ -280,11 +280,18 @@ inline KESTREL_DWP4_INLINE void band_at(const Plan& p, const Item& it, int oy, W
   constexpr int kIn = input_rows(S, R);
   Band b;
   const int iy = oy * S - p.pad_top;
-  unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE {
-    const bool in_map = static_cast<unsigned>(iy + r) < static_cast<unsigned>(p.in_h);
-    b.rows[r] = in_map ? it.in + (iy + r) * p.src_row : it.zero;
-  });
-  unroll<R>([&](auto o) KESTREL_DWP4_INLINE { b.out[o] = it.out + (oy + o) * p.out_row; });
+  float* out = it.out + oy * p.out_row;
+  unroll<R>([&](auto o) KESTREL_DWP4_INLINE { b.out[o] = out + o * p.out_row; });
+  // Most bands read rows of the map only: one test for all of them.
+  if (iy >= 0 && iy + kIn <= p.in_h) {
+    const float* row = it.in + iy * p.src_row;
+    unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE { b.rows[r] = row + r * p.src_row; });
+  } else {
+    unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE {
+      const bool in_map = static_cast<unsigned>(iy + r) < static_cast<unsigned>(p.in_h);
+      b.rows[r] = in_map ? it.in + (iy + r) * p.src_row : it.zero;
+    });
+  }
   if (p.copies) b = copy_rows(b, kIn, it, p.src_w, p.in_w, p.copy_left);
   band<S, R>(p, b, w);
 }
