@@ -120,12 +120,14 @@ std::vector<ConvGeometry> geometries() {
     out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5], 5, d.pad_end));
   }
   // Stems (few input channels, 3x3 to 7x7) writing a blocked map: partial panels of 32
-  // channels, rows with every tail of 12 and 4 pixels.
+  // channels, rows with every tail of 12 and 4 pixels; an odd count of 4-channel blocks
+  // (the last one alone) at 5x5 and 7x7 stride 1.
   struct Stem {
     int c, h, w, out_c, k, s, pad;
   };
   for (const Stem& t : {Stem{3, 33, 31, 32, 3, 2, 1}, Stem{3, 20, 22, 48, 3, 1, 1}, Stem{3, 23, 17, 64, 7, 2, 3},
-                        Stem{1, 9, 9, 16, 5, 2, 2}, Stem{4, 11, 26, 16, 3, 2, 0}}) {
+                        Stem{1, 9, 9, 16, 5, 2, 2}, Stem{4, 11, 26, 16, 3, 2, 0}, Stem{2, 13, 19, 20, 5, 1, 2},
+                        Stem{3, 12, 21, 12, 7, 1, 3}}) {
     ConvGeometry g = depthwise(1, t.h, t.w, t.s, t.pad, acts[a++ % 5]);
     g.in_c = t.c;
     g.out_c = t.out_c;
