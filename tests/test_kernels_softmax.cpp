@@ -1,8 +1,9 @@
 // Every softmax kernel of the registry against kernels::softmax_reference on seeded
 // random [outer0][outer1][len][inner] blobs (the axis innermost, or an outer axis
 // with 1 to 40 contiguous lines beside it; padded outer strides as channels have;
-// Softmax and LogSoftmax; in place), with 1 and 4 threads; then the Softmax layer
-// on every axis of 1-D to 4-D blobs with both kernel sets.
+// Softmax and LogSoftmax; in place), with 1 and 4 threads; lines whose values are a
+// stride apart with nothing beside them (the channels of a [C][1][1] map); then the
+// Softmax layer on every axis of 1-D to 4-D blobs with both kernel sets.
 #include <map>
 #include <sstream>
 
@@ -33,7 +34,7 @@ struct SoftmaxCase {
 
 std::vector<SoftmaxCase> sweep() {
   std::mt19937 rng(20261125);
-  const int lens[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 100, 1000};
+  const int lens[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 21, 32, 33, 100, 1000};
   const int inners[] = {1, 1, 1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 40};
   const int outers[] = {1, 1, 2, 3, 5};
   auto pick = [&](const auto& v) { return v[rng() % (sizeof(v) / sizeof(v[0]))]; };
@@ -118,6 +119,67 @@ TEST_SUITE("kernels") {
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
     }
+  }
+
+  TEST_CASE("softmax kernels on lines of values a stride apart ([C][1][1] maps)") {
+    const auto kernels = kt::runnable_kernels(kestrel::kernels::softmax_kernels());
+    std::mt19937 rng(18);
+    int runs = 0;
+    for (int len : {1, 2, 3, 4, 5, 7, 8, 17, 100, 1000}) {
+      for (size_t stride : {2, 4, 16, 17}) {
+        for (int lines : {1, 3}) {
+          for (bool log : {false, true}) {
+            SoftmaxGeometry g;
+            g.outer1 = lines;
+            g.len = len;
+            g.log = log;
+            SoftmaxStrides s;
+            s.axis = stride;
+            s.outer1 = stride * len + 3;
+            const size_t total = s.outer1 * lines;
+            // NaN between the values: a kernel that reads them shows it.
+            std::vector<float> in(total, NAN);
+            std::uniform_real_distribution<float> d(-20.f, 20.f);
+            const auto at = [&](int l, int i) { return l * s.outer1 + i * stride; };
+            for (int l = 0; l < lines; ++l) {
+              for (int i = 0; i < len; ++i) in[at(l, i)] = d(rng);
+            }
+            std::vector<float> ref(total, kt::kSentinel);
+            kestrel::kernels::softmax_reference(g, in.data(), s, ref.data(), s, 1);
+            for (const SoftmaxKernel* k : kernels) {
+              if (!k->supports(g)) continue;
+              for (int threads : kt::kernel_thread_counts()) {
+                for (bool in_place : {false, true}) {
+                  INFO(std::string(k->name) << ": " << describe(g, s) << " threads " << threads
+                                            << (in_place ? " in place" : ""));
+                  kt::GuardedArray out(total), src(total, 0, NAN);
+                  std::copy(in.begin(), in.end(), src.data());
+                  float* dst = in_place ? src.data() : out.data();
+                  kt::KernelScratch scratch;
+                  k->run(g, src.data(), s, dst, s, scratch.make(0, 0, threads));
+                  std::vector<float> got, want;
+                  bool gaps = out.guards_untouched() && src.guards_untouched();
+                  for (size_t i = 0; i < total; ++i) {
+                    const bool value = i % s.outer1 % stride == 0 && i % s.outer1 / stride < size_t(len);
+                    if (value) {
+                      got.push_back(dst[i]);
+                      want.push_back(ref[i]);
+                    } else {
+                      gaps = gaps && (in_place ? std::isnan(dst[i]) : dst[i] == kt::kSentinel);
+                    }
+                  }
+                  const double err = kt::relative_error(got.data(), want.data(), got.size());
+                  CHECK_MESSAGE(err <= k->tolerance, "relative error ", err, " > ", k->tolerance);
+                  CHECK_MESSAGE(gaps, "wrote between the line's values or outside the blob");
+                  ++runs;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    MESSAGE(runs << " strided-line runs");
   }
 
   TEST_CASE("the reference kernel set and KESTREL_ISA=ref select no softmax kernel") {

@@ -1,5 +1,5 @@
-// The softmax microkernels, both three passes (max, exp and sum, scale) with the
-// NEON exp of neon_math.h:
+// The softmax microkernels, both three passes (max, exp and sum, scale) with
+// exp_nonpositive_ps (neon_math.h's exp_ps for the x - max <= 0 of a softmax):
 // - softmax_line_q: one line of contiguous values (the axis is the innermost),
 //   vectorised along the line with 4 accumulators per reduction;
 // - softmax_columns_q: NV * 4 neighbouring lines whose values are `stride` apart
@@ -15,6 +15,27 @@
 #include "arm/neon_math.h"
 
 namespace kestrel::kernels::arm {
+
+// exp(x) for the x - max of a softmax (x <= 0 or NaN): exp_ps with one 2^n factor
+// instead of two, x clamped at -87.3 (2^n stays normal) instead of -104. Where exp(x)
+// is a normal float the bits are exp_ps's (the scaling by a power of 2 is exact);
+// below e^-87.3 it gives about 1.2e-38 rather than denormals or 0, nothing against a
+// sum of at least 1.
+inline float32x4_t exp_nonpositive_ps(float32x4_t x) {
+  x = vmaxq_f32(x, vdupq_n_f32(-87.3f));
+  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+  p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+  const float32x4_t em1 = vfmaq_f32(r, vmulq_f32(r, r), p);
+  const float32x4_t s = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23));
+  return vfmaq_f32(s, em1, s);
+}
 
 // All-ones in the lanes below n (n <= 4), zeros above.
 inline uint32x4_t lanes_below(size_t n) {
@@ -40,10 +61,10 @@ inline void softmax_line_q(const float* src, float* dst, size_t n, bool log) {
   // exp(x - max), stored unless LogSoftmax, and summed.
   float32x4_t s0 = vdupq_n_f32(0.f), s1 = s0, s2 = s0, s3 = s0;
   for (i = 0; i + 16 <= n; i += 16) {
-    const float32x4_t e0 = exp_ps(vsubq_f32(vld1q_f32(src + i), mv));
-    const float32x4_t e1 = exp_ps(vsubq_f32(vld1q_f32(src + i + 4), mv));
-    const float32x4_t e2 = exp_ps(vsubq_f32(vld1q_f32(src + i + 8), mv));
-    const float32x4_t e3 = exp_ps(vsubq_f32(vld1q_f32(src + i + 12), mv));
+    const float32x4_t e0 = exp_nonpositive_ps(vsubq_f32(vld1q_f32(src + i), mv));
+    const float32x4_t e1 = exp_nonpositive_ps(vsubq_f32(vld1q_f32(src + i + 4), mv));
+    const float32x4_t e2 = exp_nonpositive_ps(vsubq_f32(vld1q_f32(src + i + 8), mv));
+    const float32x4_t e3 = exp_nonpositive_ps(vsubq_f32(vld1q_f32(src + i + 12), mv));
     if (!log) {
       vst1q_f32(dst + i, e0);
       vst1q_f32(dst + i + 4, e1);
@@ -60,7 +81,7 @@ inline void softmax_line_q(const float* src, float* dst, size_t n, bool log) {
     const float32x4_t x = r == 4 ? vld1q_f32(src + i) : load_partial(src + i, r);
     // Lanes past the line hold exp(0 - max): keep them out of the sum.
     const float32x4_t e = vreinterpretq_f32_u32(
-        vandq_u32(vreinterpretq_u32_f32(exp_ps(vsubq_f32(x, mv))), lanes_below(r)));
+        vandq_u32(vreinterpretq_u32_f32(exp_nonpositive_ps(vsubq_f32(x, mv))), lanes_below(r)));
     if (!log) store_partial(dst + i, e, r);
     s0 = vaddq_f32(s0, e);
   }
@@ -102,7 +123,7 @@ inline void softmax_columns_q(const float* src, size_t istride, float* dst, size
     const float* p = src + static_cast<size_t>(i) * istride;
     float* q = dst + static_cast<size_t>(i) * ostride;
     for (int v = 0; v < NV; ++v) {
-      const float32x4_t e = exp_ps(vsubq_f32(load(p, v), m[v]));
+      const float32x4_t e = exp_nonpositive_ps(vsubq_f32(load(p, v), m[v]));
       if (!log) store(q, v, e);
       s[v] = vaddq_f32(s[v], e);
     }
