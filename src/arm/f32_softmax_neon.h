@@ -22,19 +22,9 @@ namespace kestrel::kernels::arm {
 // below e^-87.3 it gives about 1.2e-38 rather than denormals or 0, nothing against a
 // sum of at least 1.
 inline float32x4_t exp_nonpositive_ps(float32x4_t x) {
-  x = vmaxq_f32(x, vdupq_n_f32(-87.3f));
-  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-  p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
-  const float32x4_t em1 = vfmaq_f32(r, vmulq_f32(r, r), p);
-  const float32x4_t s = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23));
-  return vfmaq_f32(s, em1, s);
+  const ExpParts e = exp_parts_ps(vmaxq_f32(x, vdupq_n_f32(-87.3f)));
+  const float32x4_t s = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(e.n), vdupq_n_s32(127)), 23));
+  return vfmaq_f32(s, e.em1, s);
 }
 
 // All-ones in the lanes below n (n <= 4), zeros above.

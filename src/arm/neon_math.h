@@ -14,8 +14,12 @@ namespace kestrel::kernels::arm {
 // 2^(n/2) * 2^(n - n/2) so that both factors stay normal floats: large x overflows
 // to +inf and very negative x underflows through the denormals to 0 as std::exp
 // does. NaN propagates (FMAX/FMIN and the arithmetic keep it).
-inline float32x4_t exp_ps(float32x4_t x) {
-  x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-104.f)), vdupq_n_f32(89.f));
+// The reduction and polynomial shared by exp_ps and the softmax's exp: n = round(x /
+// ln2) and exp(r) - 1 for r = x - n ln2.
+struct ExpParts {
+  float32x4_t n, em1;
+};
+inline ExpParts exp_parts_ps(float32x4_t x) {
   const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
   float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
   r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
@@ -26,8 +30,13 @@ inline float32x4_t exp_ps(float32x4_t x) {
   p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
   p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
   // exp(r) - 1 = r + r^2 p(r), kept apart from the 1 so the small terms keep their bits.
-  const float32x4_t em1 = vfmaq_f32(r, vmulq_f32(r, r), p);
-  const int32x4_t ni = vcvtq_s32_f32(n);
+  return ExpParts{n, vfmaq_f32(r, vmulq_f32(r, r), p)};
+}
+
+inline float32x4_t exp_ps(float32x4_t x) {
+  const ExpParts e = exp_parts_ps(vminq_f32(vmaxq_f32(x, vdupq_n_f32(-104.f)), vdupq_n_f32(89.f)));
+  const float32x4_t em1 = e.em1;
+  const int32x4_t ni = vcvtq_s32_f32(e.n);
   const int32x4_t n1 = vshrq_n_s32(ni, 1);
   const int32x4_t n2 = vsubq_s32(ni, n1);
   const int32x4_t bias = vdupq_n_s32(127);
