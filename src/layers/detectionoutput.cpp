@@ -2,6 +2,7 @@
 // Caffe-SSD's DetectionOutputLayer (with shared locations).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "layers/layers.h"
 
@@ -28,6 +29,17 @@ bool before(const Candidate& a, const Candidate& b) {
   if (a.label != b.label) return a.label < b.label;
   return a.index < b.index;
 }
+
+// before() for two candidates of one class (the label needs no look).
+bool before_in_class(const Candidate& a, const Candidate& b) {
+  if (a.score != b.score) return a.score > b.score;
+  return a.index < b.index;
+}
+
+// The two orders as function objects, which the std algorithms inline (a function
+// pointer they call at every comparison).
+constexpr auto kBefore = [](const Candidate& a, const Candidate& b) { return before(a, b); };
+constexpr auto kBeforeInClass = [](const Candidate& a, const Candidate& b) { return before_in_class(a, b); };
 
 // Caffe's BBoxSize for normalized boxes: an inverted box has no area.
 float box_area(const Box& b) {
@@ -101,11 +113,15 @@ class DetectionOutput final : public Layer {
       return corrupt("conf has " + std::to_string(inputs[1].total()) + " values, expected num_priors * num_classes = " +
                      std::to_string(size_t(num_priors_) * size_t(num_classes_)));
     }
-    size_t max_dets = 0, box_bytes = 0, cand_bytes = 0;
+    // Workspace: the boxes by prior, the candidates, the boxes a class kept, the
+    // candidate count of each class, and a decoded flag per prior.
+    size_t max_dets = 0, box_bytes = 0, cand_bytes = 0, count_bytes = sizeof(int) * size_t(num_classes_);
+    size_t sum = 0;
     if (!checked_mul({size_t(num_priors_), size_t(foreground_)}, &max_dets) ||
         !checked_mul({size_t(num_priors_), sizeof(Box)}, &box_bytes) ||
-        !checked_mul({max_dets, sizeof(Candidate)}, &cand_bytes) ||
-        !checked_add(box_bytes, cand_bytes, &workspace_bytes)) {
+        !checked_mul({max_dets, sizeof(Candidate)}, &cand_bytes) || !checked_add(box_bytes, cand_bytes, &sum) ||
+        !checked_add(sum, box_bytes, &sum) || !checked_add(sum, count_bytes, &sum) ||
+        !checked_add(sum, size_t(num_priors_), &workspace_bytes)) {
       return corrupt("too many priors and classes");
     }
     // NMS compares each candidate of a class with the boxes the class kept before it:
@@ -135,34 +151,50 @@ class DetectionOutput final : public Layer {
     const float* loc = inputs[0].data;
     const float* conf = inputs[1].data;
     const Mat& priors = inputs[2];
+    const size_t np = static_cast<size_t>(num_priors_);
     Box* boxes = static_cast<Box*>(ctx.workspace);
-    Candidate* dets = reinterpret_cast<Candidate*>(static_cast<char*>(ctx.workspace) +
-                                                   sizeof(Box) * static_cast<size_t>(num_priors_));
-    decode(loc, priors.row(0), priors.row(1), boxes);
+    Candidate* dets = reinterpret_cast<Candidate*>(boxes + np);
+    Box* kept_boxes = reinterpret_cast<Box*>(dets + np * static_cast<size_t>(foreground_));
+    int* counts = reinterpret_cast<int*>(kept_boxes + np);
+    unsigned char* decoded = reinterpret_cast<unsigned char*>(counts + num_classes_);
 
-    // Each class appends its candidates after the detections kept so far, and NMS
-    // compacts the survivors in place.
-    size_t kept = 0;
+    // Each class's candidates (its top_k best above the threshold), class after class.
+    size_t total = 0;
     for (int c = 0; c < num_classes_; ++c) {
       if (c == background_) continue;
-      Candidate* cand = dets + kept;
-      int n = 0;
-      for (int i = 0; i < num_priors_; ++i) {
-        const float score = conf[static_cast<size_t>(i) * num_classes_ + c];
-        if (score > confidence_threshold_) cand[n++] = Candidate{score, c, i};
-      }
+      Candidate* cand = dets + total;
+      int n = collect(conf, c, cand);
       // Only the top_k best take part, picked in linear time.
       if (top_k_ > 0 && n > top_k_) {
-        std::nth_element(cand, cand + top_k_, cand + n, before);
+        std::nth_element(cand, cand + top_k_, cand + n, kBeforeInClass);
         n = top_k_;
       }
-      kept += nms(cand, n, boxes);
+      counts[c] = n;
+      total += static_cast<size_t>(n);
+    }
+    // Only the boxes of those candidates are decoded, each once.
+    std::memset(decoded, 0, np);
+    for (size_t k = 0; k < total; ++k) {
+      const size_t i = static_cast<size_t>(dets[k].index);
+      if (decoded[i]) continue;
+      decoded[i] = 1;
+      boxes[i] = decode(loc + 4 * i, priors.row(0) + 4 * i, priors.row(1) + 4 * i);
+    }
+
+    // NMS compacts each class's survivors in place, then after those kept so far.
+    size_t kept = 0, start = 0;
+    for (int c = 0; c < num_classes_; ++c) {
+      if (c == background_) continue;
+      const size_t k = nms(dets + start, counts[c], boxes, kept_boxes);
+      if (start != kept) std::copy(dets + start, dets + start + k, dets + kept);
+      kept += k;
+      start += static_cast<size_t>(counts[c]);
     }
     if (keep_top_k_ > 0 && kept > size_t(keep_top_k_)) {
-      std::partial_sort(dets, dets + keep_top_k_, dets + kept, before);
+      std::partial_sort(dets, dets + keep_top_k_, dets + kept, kBefore);
       kept = size_t(keep_top_k_);
     } else {
-      std::sort(dets, dets + kept, before);
+      std::sort(dets, dets + kept, kBefore);
     }
 
     Mat& out = outputs[0];
@@ -183,34 +215,46 @@ class DetectionOutput final : public Layer {
   }
 
  private:
-  // Caffe's DecodeBBox without clipping. With variance_encoded_in_target the
-  // offsets already include the variances.
-  void decode(const float* loc, const float* prior, const float* var, Box* out) const {
-    for (int i = 0; i < num_priors_; ++i) {
-      const float* p = prior + 4 * static_cast<size_t>(i);
-      const float* l = loc + 4 * static_cast<size_t>(i);
-      float v[4] = {1.f, 1.f, 1.f, 1.f};
-      if (!variance_in_target_) std::copy(var + 4 * static_cast<size_t>(i), var + 4 * static_cast<size_t>(i) + 4, v);
-      const float pw = p[2] - p[0], ph = p[3] - p[1];
-      Box& b = out[i];
-      switch (code_type_) {
-        case fb::CodeType::Corner:
-          b = Box{p[0] + v[0] * l[0], p[1] + v[1] * l[1], p[2] + v[2] * l[2], p[3] + v[3] * l[3]};
-          break;
-        case fb::CodeType::CornerSize:
-          b = Box{p[0] + v[0] * l[0] * pw, p[1] + v[1] * l[1] * ph, p[2] + v[2] * l[2] * pw, p[3] + v[3] * l[3] * ph};
-          break;
-        default: {
-          const float pcx = (p[0] + p[2]) / 2.f, pcy = (p[1] + p[3]) / 2.f;
-          const float cx = v[0] * l[0] * pw + pcx;
-          const float cy = v[1] * l[1] * ph + pcy;
-          const float w = std::exp(v[2] * l[2]) * pw;
-          const float h = std::exp(v[3] * l[3]) * ph;
-          // Halving in double as Caffe does ("width / 2.").
-          b = Box{static_cast<float>(cx - w / 2.), static_cast<float>(cy - h / 2.), static_cast<float>(cx + w / 2.),
-                  static_cast<float>(cy + h / 2.)};
-          break;
-        }
+  // The candidates of class c (score above the threshold) in prior order into out;
+  // returns how many. A softmax leaves few scores of a class above it, so four are
+  // tested before any is looked at one by one.
+  int collect(const float* conf, int c, Candidate* out) const {
+    const float t = confidence_threshold_;
+    const size_t nc = static_cast<size_t>(num_classes_);
+    const float* p = conf + c;
+    int n = 0, i = 0;
+    for (; i + 4 <= num_priors_; i += 4, p += 4 * nc) {
+      if (!(p[0] > t || p[nc] > t || p[2 * nc] > t || p[3 * nc] > t)) continue;
+      for (int k = 0; k < 4; ++k) {
+        if (p[k * nc] > t) out[n++] = Candidate{p[k * nc], c, i + k};
+      }
+    }
+    for (; i < num_priors_; ++i, p += nc) {
+      if (*p > t) out[n++] = Candidate{*p, c, i};
+    }
+    return n;
+  }
+
+  // Caffe's DecodeBBox without clipping of one prior. With variance_encoded_in_target
+  // the offsets already include the variances.
+  Box decode(const float* l, const float* p, const float* var) const {
+    float v[4] = {1.f, 1.f, 1.f, 1.f};
+    if (!variance_in_target_) std::copy(var, var + 4, v);
+    const float pw = p[2] - p[0], ph = p[3] - p[1];
+    switch (code_type_) {
+      case fb::CodeType::Corner:
+        return Box{p[0] + v[0] * l[0], p[1] + v[1] * l[1], p[2] + v[2] * l[2], p[3] + v[3] * l[3]};
+      case fb::CodeType::CornerSize:
+        return Box{p[0] + v[0] * l[0] * pw, p[1] + v[1] * l[1] * ph, p[2] + v[2] * l[2] * pw, p[3] + v[3] * l[3] * ph};
+      default: {
+        const float pcx = (p[0] + p[2]) / 2.f, pcy = (p[1] + p[3]) / 2.f;
+        const float cx = v[0] * l[0] * pw + pcx;
+        const float cy = v[1] * l[1] * ph + pcy;
+        const float w = std::exp(v[2] * l[2]) * pw;
+        const float h = std::exp(v[3] * l[3]) * ph;
+        // Halving in double as Caffe does ("width / 2.").
+        return Box{static_cast<float>(cx - w / 2.), static_cast<float>(cy - h / 2.), static_cast<float>(cx + w / 2.),
+                   static_cast<float>(cy + h / 2.)};
       }
     }
   }
@@ -220,9 +264,11 @@ class DetectionOutput final : public Layer {
   // then occupy cand[0..] best first. It stops at keep_top_k kept: every later one of
   // this class has keep_top_k better detections before it and cannot survive the
   // final top-k. So the candidates are not sorted up front but leave a heap best
-  // first (linear set-up, log n a step): a class stops after the few it needs.
-  size_t nms(Candidate* cand, int n, const Box* boxes) const {
-    const auto after = [](const Candidate& a, const Candidate& b) { return before(b, a); };
+  // first (linear set-up, log n a step): a class stops after the few it needs. The
+  // kept boxes are copied side by side (kept_boxes) for the comparisons.
+  size_t nms(Candidate* cand, int n, const Box* boxes, Box* kept_boxes) const {
+    if (static_cast<size_t>(n) <= max_kept_per_class_) return nms_sorted(cand, n, boxes, kept_boxes);
+    const auto after = [](const Candidate& a, const Candidate& b) { return before_in_class(b, a); };
     std::make_heap(cand, cand + n, after);
     // Kept ones collect at the end, best last: cand[n - 1 - k] is the k-th kept, a
     // slot the heap has already left (k < the number popped).
@@ -231,12 +277,37 @@ class DetectionOutput final : public Layer {
       std::pop_heap(cand, cand + m, after);
       const Candidate c = cand[m - 1];
       const Box& b = boxes[c.index];
-      bool keep = true;
-      for (size_t k = 0; keep && k < kept; ++k) keep = iou(b, boxes[cand[n - 1 - k].index]) <= nms_threshold_;
-      if (keep) cand[n - 1 - kept++] = c;
+      if (overlaps_none(b, kept_boxes, kept)) {
+        kept_boxes[kept] = b;
+        cand[n - 1 - kept++] = c;
+      }
     }
     std::reverse(cand + n - kept, cand + n);
     std::move(cand + n - kept, cand + n, cand);
+    return kept;
+  }
+
+  // True if b overlaps none of the first n kept boxes by more than the threshold (the
+  // one place that calls iou(), which so stays inline).
+  bool overlaps_none(const Box& b, const Box* kept_boxes, size_t n) const {
+    for (size_t k = 0; k < n; ++k) {
+      if (!(iou(b, kept_boxes[k]) <= nms_threshold_)) return false;
+    }
+    return true;
+  }
+
+  // nms() where no early stop can come (every candidate may be kept): one sort,
+  // cheaper than popping a heap, then the same walk; survivors compact in place.
+  size_t nms_sorted(Candidate* cand, int n, const Box* boxes, Box* kept_boxes) const {
+    std::sort(cand, cand + n, kBeforeInClass);
+    size_t kept = 0;
+    for (int m = 0; m < n; ++m) {
+      const Box& b = boxes[cand[m].index];
+      if (overlaps_none(b, kept_boxes, kept)) {
+        kept_boxes[kept] = b;
+        cand[kept++] = cand[m];
+      }
+    }
     return kept;
   }
 

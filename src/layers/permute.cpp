@@ -7,6 +7,34 @@ namespace {
 using layer_util::AxisView;
 using layer_util::corrupt;
 
+// dst[a * da + b] = src[a + b * sb] for a < na, b < nb: the 2-D transpose that a
+// Permute moving a map's channels innermost makes of each plane (SSD's heads), in
+// 4 x 4 tiles so that both sides are read and written four contiguous values at a
+// time rather than one strided value per copy.
+void transpose_plane(const float* src, size_t sb, float* dst, size_t da, int na, int nb) {
+  int a = 0;
+  for (; a + 4 <= na; a += 4) {
+    int b = 0;
+    for (; b + 4 <= nb; b += 4) {
+      const float* s = src + a + b * sb;
+      float* d = dst + a * da + b;
+      float t[4][4];
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) t[j][i] = s[i * sb + j];
+      }
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) d[j * da + i] = t[j][i];
+      }
+    }
+    for (; b < nb; ++b) {
+      for (int j = 0; j < 4; ++j) dst[(a + j) * da + b] = src[a + j + b * sb];
+    }
+  }
+  for (; a < na; ++a) {
+    for (int b = 0; b < nb; ++b) dst[a * da + b] = src[a + b * sb];
+  }
+}
+
 class Permute final : public Layer {
  public:
   Status load(const LoadContext& ctx) override {
@@ -49,8 +77,34 @@ class Permute final : public Layer {
       pv.extent[i] = iv.extent[order_[i]];
       pv.stride[i] = iv.stride[order_[i]];
     }
-    layer_util::copy_strided(inputs[0].data, pv, outputs[0].data, layer_util::axis_view(outputs[0]),
-                             ctx.num_threads);
+    const AxisView ov = layer_util::axis_view(outputs[0]);
+    const int last = iv.ndim - 1;
+    // The output axis whose input values are contiguous, if not the innermost.
+    int k = -1;
+    for (int i = 0; i < last; ++i) {
+      if (pv.stride[i] == 1 && pv.stride[last] != 1) k = i;
+    }
+    if (k < 0) {
+      layer_util::copy_strided(inputs[0].data, pv, outputs[0].data, ov, ctx.num_threads);
+      return Status::Ok();
+    }
+    // One plane transpose (axes k and last) per index of the other (at most two) axes.
+    int outer[2] = {-1, -1}, nouter = 0;
+    for (int i = 0; i < last; ++i) {
+      if (i != k) outer[nouter++] = i;
+    }
+    const int e0 = nouter > 0 ? pv.extent[outer[0]] : 1, e1 = nouter > 1 ? pv.extent[outer[1]] : 1;
+    const long long planes = static_cast<long long>(e0) * e1;
+    const float* src = inputs[0].data;
+    float* dst = outputs[0].data;
+#pragma omp parallel for num_threads(ctx.num_threads)
+    for (long long p = 0; p < planes; ++p) {
+      const size_t i0 = static_cast<size_t>(p / e1), i1 = static_cast<size_t>(p % e1);
+      size_t so = 0, d = 0;
+      if (nouter > 0) so += i0 * pv.stride[outer[0]], d += i0 * ov.stride[outer[0]];
+      if (nouter > 1) so += i1 * pv.stride[outer[1]], d += i1 * ov.stride[outer[1]];
+      transpose_plane(src + so, pv.stride[last], dst + d, ov.stride[k], pv.extent[k], pv.extent[last]);
+    }
     return Status::Ok();
   }
 
