@@ -44,6 +44,10 @@ struct Acc8x8 {
 // of 2 and 1 took 2 per 4 steps and 3 more per tile: 0.8 M instructions of MobileNet
 // v1's 159 M).
 constexpr size_t kBodySteps = 16;
+// A tile whose kb is a multiple of 32 (K a multiple of 128: most of MobileNet's and
+// SSD's pointwise layers) runs a body of twice the steps from its start: 2 loop
+// instructions per 32 steps (~0.1 M of MobileNet v1's instructions, 0.25 M of SSD's).
+constexpr size_t kLongBodySteps = 32;
 // Bytes of one step's instructions (loads and FMAs, 4 bytes each) for 8, 4 and 1
 // pixels; the assembly checks them (.error otherwise).
 constexpr size_t step_bytes(int p) { return 4 * (p == 8 ? 4 + 64 : p == 4 ? 3 + 32 : 3 + 8); }
@@ -110,7 +114,10 @@ struct Loop {
   "adr %[e], .Lkp4_body%=\n\t"          \
   "add %[e], %[e], %[entry]\n\t"        \
   "br %[e]\n"
-#define KP4_TILE(BIAS, ENTER, LOAD_X, LANE, NEXT)                                                      \
+#define KP4_STEP16(LOAD_X, LANE) \
+  KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE)
+// MORE: the steps after the first 16 (kLongBodySteps) or nothing.
+#define KP4_TILE(BIAS, ENTER, LOAD_X, LANE, MORE, NEXT)                                                \
   asm(BIAS                                                                                             \
       ENTER                                                                                            \
       ".Lkp4_body%=:\n\t"                                                                              \
@@ -118,6 +125,7 @@ struct Loop {
       ".Lkp4_step1%=:\n\t"                                                                             \
       KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)                             \
       KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE)                          \
+      MORE                                                                                             \
       "cmp %[w], %[wend]\n\t"                                                                          \
       "b.ne .Lkp4_body%=\n\t"                                                                          \
       ".if .Lkp4_step1%= - .Lkp4_body%= - %c[sb]\n\t"                                                  \
@@ -140,10 +148,14 @@ struct Loop {
   register float32x4_t h0 asm("v24"), h1 asm("v25"), h2 asm("v26"), h3 asm("v27");       \
   register float32x4_t h4 asm("v28"), h5 asm("v29"), h6 asm("v30"), h7 asm("v31")
 
+// How a tile's K loop starts: entered part-way (any kb), or at the start of the body
+// of 16 steps (kb % 16 == 0) or of 32 (kb % 32 == 0; 8-pixel tiles only).
+enum class Body { kEntered, kWhole16, kWhole32 };
+
 // w: the block's weights (kb * 128 bytes), bias: its broadcast bias ([2][8][4]); x:
 // the tile's first pixel in row 0, moved on: 8 pixels, to the next 8-pixel tile
 // (x + 32 floats); 4 and 1, past the last row.
-template <int P, bool kWhole = false>
+template <int P, Body kBody = Body::kEntered>
 __attribute__((always_inline)) inline Acc8x8 tile(const Loop& lp, const float* w, const float*& x,
                                                   const float* bias) {
   static_assert(P == 8 || P == 4 || P == 1, "8, 4 or 1 pixels");
@@ -151,16 +163,19 @@ __attribute__((always_inline)) inline Acc8x8 tile(const Loop& lp, const float* w
   const float* wend = w + lp.kb * kStepWeights;
   const size_t xs = P == 8 ? static_cast<size_t>(lp.x8_step) : lp.xstep;
   uint64_t e;
-  // kWhole: kb is a multiple of 16 (lp.skip == 0; so are most layers' K / 4), the
-  // body is entered at its start without the computed branch.
-  if constexpr (P == 8 && kWhole) {
-    KP4_TILE(KP4_BIAS8, "", KP4_LOAD_X8, KP4_LANE8, "add %[x], %[x], %[xn]\n\t");
+  // A whole body (kb a multiple of its steps; so are most layers' K / 4) is entered at
+  // its start without the computed branch.
+  static_assert(P == 8 || kBody == Body::kEntered, "whole bodies for 8-pixel tiles");
+  if constexpr (kBody == Body::kWhole32) {
+    KP4_TILE(KP4_BIAS8, "", KP4_LOAD_X8, KP4_LANE8, KP4_STEP16(KP4_LOAD_X8, KP4_LANE8), "add %[x], %[x], %[xn]\n\t");
+  } else if constexpr (kBody == Body::kWhole16) {
+    KP4_TILE(KP4_BIAS8, "", KP4_LOAD_X8, KP4_LANE8, "", "add %[x], %[x], %[xn]\n\t");
   } else if constexpr (P == 8) {
-    KP4_TILE(KP4_BIAS8, KP4_ENTER, KP4_LOAD_X8, KP4_LANE8, "add %[x], %[x], %[xn]\n\t");
+    KP4_TILE(KP4_BIAS8, KP4_ENTER, KP4_LOAD_X8, KP4_LANE8, "", "add %[x], %[x], %[xn]\n\t");
   } else if constexpr (P == 4) {
-    KP4_TILE(KP4_BIAS4, KP4_ENTER, KP4_LOAD_X4, KP4_LANE4, "");
+    KP4_TILE(KP4_BIAS4, KP4_ENTER, KP4_LOAD_X4, KP4_LANE4, "", "");
   } else {
-    KP4_TILE(KP4_BIAS1, KP4_ENTER, KP4_LOAD_X1, KP4_LANE1, "");
+    KP4_TILE(KP4_BIAS1, KP4_ENTER, KP4_LOAD_X1, KP4_LANE1, "", "");
   }
   return Acc8x8{l0, l1, l2, l3, l4, l5, l6, l7, h0, h1, h2, h3, h4, h5, h6, h7};
 }
@@ -197,6 +212,7 @@ __attribute__((always_inline)) inline void store8x8_pack4(const Acc8x8& a, float
 #undef KP4_BIAS8
 #undef KP4_STEP
 #undef KP4_STEP4
+#undef KP4_STEP16
 #undef KP4_TILE
 #undef KP4_ENTER
 #undef KP4_ACC_REGISTERS

@@ -268,7 +268,7 @@ struct Blocks {
   int rest;
 };
 
-template <bool kWhole, class Epi>
+template <Body kBody, class Epi>
 __attribute__((noinline)) void run_blocks_pack4(const Loop& loop, const Blocks& blocks, const Epi& epi) {
   const Loop lp = loop;
   const Blocks bl = blocks;
@@ -281,7 +281,7 @@ __attribute__((noinline)) void run_blocks_pack4(const Loop& loop, const Blocks& 
     float* lo = o;
     float* hi = o + bl.cstep;
     for (size_t n = bl.nfull; n != 0; --n) {
-      Acc8x8 acc = tile<8, kWhole>(lp, w, x, bias);
+      Acc8x8 acc = tile<8, kBody>(lp, w, x, bias);
       activate<kTilePixels>(acc, epi);
       float* const first = lo;
       store8x8_pack4(acc, lo, hi);
@@ -308,10 +308,12 @@ __attribute__((noinline)) void run_blocks_pack4(const Loop& loop, const Blocks& 
 
 template <class Epi>
 inline void run_blocks(const Loop& lp, const Blocks& bl, const Epi& epi) {
-  if (lp.skip == 0) {
-    run_blocks_pack4<true>(lp, bl, epi);
+  if (lp.kb % kLongBodySteps == 0) {
+    run_blocks_pack4<Body::kWhole32>(lp, bl, epi);
+  } else if (lp.skip == 0) {
+    run_blocks_pack4<Body::kWhole16>(lp, bl, epi);
   } else {
-    run_blocks_pack4<false>(lp, bl, epi);
+    run_blocks_pack4<Body::kEntered>(lp, bl, epi);
   }
 }
 
