@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "arm/arm_kernels.h"
+#include "core/parallel.h"
 #include "arm/f32_conv_pack4_8x8_tiles_neon.h"
 #include "arm/f32_gemm_epilogue_neon.h"
 
@@ -59,8 +60,7 @@ void copy_row(const ConvGeometry& g, const float* in, size_t in_cstep, size_t j,
 template <int kOutPack, class Epi>
 void run_all(const ConvGeometry& g, const Args& a, const Plan& pl, int num_threads, const Epi& epi, float* copy) {
   const int64_t copy_rows = copy ? static_cast<int64_t>(pl.kb) * g.out_h : 0;
-#pragma omp parallel num_threads(num_threads)
-  {
+parallel_region(num_threads, [&] {
     // The copy's rows (channel block, output row), then the items.
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < copy_rows; ++i) {
@@ -74,7 +74,7 @@ void run_all(const ConvGeometry& g, const Args& a, const Plan& pl, int num_threa
       c.xstep = pl.pixels * kLanes;
     }
     run_items<kOutPack>(c, pl, epi);
-  }
+  });
 }
 
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "arm/arm_kernels.h"
+#include "core/parallel.h"
 #include "arm/f32_conv_pack4_8x8_tiles_neon.h"
 #include "arm/f32_gemm_epilogue_neon.h"
 
@@ -175,8 +176,7 @@ void run_all(const ConvGeometry& g, const float* packed, const float* in, size_t
   const size_t src_cstep = copy ? plane * kLanes : in_cstep;
   const int64_t copy_rows = copy ? static_cast<int64_t>(kb) * g.in_h : 0;
   constexpr size_t kOutPx = kOutPack == kLanes ? kLanes : 1;
-#pragma omp parallel num_threads(ctx.num_threads)
-  {
+  parallel_region(ctx.num_threads, [&] {
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < copy_rows; ++i) {
       const size_t j = static_cast<size_t>(i) / g.in_h, row = static_cast<size_t>(i) % g.in_h * g.in_w;
@@ -191,7 +191,7 @@ void run_all(const ConvGeometry& g, const float* packed, const float* in, size_t
       const Args a{g.out_c, packed, x, n * kLanes, out + p0 * kOutPx, out_cstep};
       run_items<kOutPack>(a, Plan(k_blocks(g), n, g.out_c), epi);
     }
-  }
+  });
 }
 
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "arm/arm_kernels.h"
+#include "core/parallel.h"
 #include "arm/f32_activation_neon.h"
 #include "kernels/fc_gemv_pack.h"
 #include "kernels/fc_kernels.h"
@@ -50,8 +51,7 @@ void run_act(const FcGeometry& g, const float* packed, const float* in, size_t i
     }
     x = gathered;
   }
-#pragma omp parallel for num_threads(ctx.num_threads)
-  for (int b = 0; b < nb; ++b) {
+  parallel_for(ctx.num_threads, nb, [&](int b) {
     float32x4_t acc[8];
     for (float32x4_t& a : acc) a = vdupq_n_f32(0.f);
     const float* w = packed + static_cast<size_t>(b) * kBlock * k_total;
@@ -69,7 +69,7 @@ void run_act(const FcGeometry& g, const float* packed, const float* in, size_t i
       store_partial(dst, lo, static_cast<size_t>(std::min(left, 4)));
       if (left > 4) store_partial(dst + 4, hi, static_cast<size_t>(left - 4));
     }
-  }
+  });
 }
 
 void run(const FcGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,

@@ -10,6 +10,7 @@
 #include <arm_neon.h>
 
 #include "arm/arm_kernels.h"
+#include "core/parallel.h"
 #include "arm/f32_pool2d_neon.h"
 #include "kernels/pool_kernels.h"
 
@@ -64,8 +65,7 @@ void run(const PoolGeometry& g, const float* in, size_t in_cstep, float* out, si
   // The planar kernel divides (s / n), it does not multiply by 1 / n.
   const float32x4_t count = vdupq_n_f32(static_cast<float>(n));
   const int blocks = g.channels / kLanes;
-#pragma omp parallel for num_threads(ctx.num_threads)
-  for (int q = 0; q < blocks; ++q) {
+  parallel_for(ctx.num_threads, blocks, [&](int q) {
     const float* p = in + q * in_cstep;
     const float32x4_t v = avg ? vdivq_f32(reduce_block<SumPoolQ, SumTail>(p, n), count)
                               : reduce_block<MaxPoolQ, MaxTail>(p, n);
@@ -76,7 +76,7 @@ void run(const PoolGeometry& g, const float* in, size_t in_cstep, float* out, si
       vst1q_f32(lanes, v);
       for (int l = 0; l < kLanes; ++l) out[(static_cast<size_t>(q) * kLanes + l) * out_cstep] = lanes[l];
     }
-  }
+  });
 }
 
 }  // namespace

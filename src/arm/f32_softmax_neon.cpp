@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "arm/arm_kernels.h"
+#include "core/parallel.h"
 #include "arm/f32_softmax_lines_neon.h"
 #include "kernels/softmax_kernels.h"
 
@@ -22,17 +23,27 @@ constexpr int kShortVectors = 8, kShortLine = 4 * kShortVectors;
 using Run = void (*)(const SoftmaxGeometry&, const float*, const SoftmaxStrides&, float*, const SoftmaxStrides&,
                      const KernelContext&);
 
+// fn(input line, output line) for every line [o0][o1], split over the threads. The
+// strides are copied into the loop (by value): through the references GCC reloaded them
+// for every line.
+template <class Fn>
+void for_lines(const SoftmaxGeometry& g, const float* in, const SoftmaxStrides& is, float* out,
+               const SoftmaxStrides& os, int threads, const Fn& fn) {
+  const long long outer1 = g.outer1;
+  const size_t is0 = is.outer0, is1 = is.outer1, os0 = os.outer0, os1 = os.outer1;
+  parallel_for(threads, g.outer0 * outer1, [=, &fn](long long l) {
+    const size_t o0 = static_cast<size_t>(l / outer1), o1 = static_cast<size_t>(l % outer1);
+    fn(in + o0 * is0 + o1 * is1, out + o0 * os0 + o1 * os1);
+  });
+}
+
 // Every line of `len` values, 4 <= len <= 4V (as [o0][o1][len] with stride-1 axis).
 template <int V, bool Log>
 void run_short(const SoftmaxGeometry& g, const float* in, const SoftmaxStrides& is, float* out,
                const SoftmaxStrides& os, const KernelContext& ctx) {
-  const long long outer = static_cast<long long>(g.outer0) * g.outer1;
-#pragma omp parallel for num_threads(ctx.num_threads)
-  for (long long l = 0; l < outer; ++l) {
-    const size_t o0 = static_cast<size_t>(l / g.outer1), o1 = static_cast<size_t>(l % g.outer1);
-    softmax_short_line_q<V, Log>(in + o0 * is.outer0 + o1 * is.outer1, out + o0 * os.outer0 + o1 * os.outer1,
-                                 static_cast<size_t>(g.len));
-  }
+  for_lines(g, in, is, out, os, ctx.num_threads, [len = static_cast<size_t>(g.len)](const float* src, float* dst) {
+    softmax_short_line_q<V, Log>(src, dst, len);
+  });
 }
 
 template <int... V>
@@ -45,13 +56,10 @@ constexpr Run short_runs(bool log, int v, std::integer_sequence<int, V...>) {
 template <bool Log>
 void run_strided(const SoftmaxGeometry& g, const float* in, const SoftmaxStrides& is, float* out,
                  const SoftmaxStrides& os, const KernelContext& ctx) {
-  const long long outer = static_cast<long long>(g.outer0) * g.outer1;
-#pragma omp parallel for num_threads(ctx.num_threads)
-  for (long long l = 0; l < outer; ++l) {
-    const size_t o0 = static_cast<size_t>(l / g.outer1), o1 = static_cast<size_t>(l % g.outer1);
-    softmax_strided_line_q<Log>(in + o0 * is.outer0 + o1 * is.outer1, is.axis, out + o0 * os.outer0 + o1 * os.outer1,
-                                os.axis, static_cast<size_t>(g.len));
-  }
+  const size_t is_axis = is.axis, os_axis = os.axis, len = static_cast<size_t>(g.len);
+  for_lines(g, in, is, out, os, ctx.num_threads, [=](const float* src, float* dst) {
+    softmax_strided_line_q<Log>(src, is_axis, dst, os_axis, len);
+  });
 }
 
 bool supports(const SoftmaxGeometry& g) {
@@ -70,17 +78,13 @@ void run(const SoftmaxGeometry& g, const float* in, const SoftmaxStrides& is, fl
     return;
   }
   if (g.inner == 1 && is.axis == 1 && os.axis == 1) {
-#pragma omp parallel for num_threads(ctx.num_threads)
-    for (long long l = 0; l < outer; ++l) {
-      const size_t o0 = static_cast<size_t>(l / g.outer1), o1 = static_cast<size_t>(l % g.outer1);
-      softmax_line_q(in + o0 * is.outer0 + o1 * is.outer1, out + o0 * os.outer0 + o1 * os.outer1,
-                     static_cast<size_t>(g.len), g.log);
-    }
+    for_lines(g, in, is, out, os, ctx.num_threads, [&](const float* src, float* dst) {
+      softmax_line_q(src, dst, static_cast<size_t>(g.len), g.log);
+    });
     return;
   }
   const long long blocks = (g.inner + kColumns - 1) / kColumns;
-#pragma omp parallel for num_threads(ctx.num_threads)
-  for (long long it = 0; it < outer * blocks; ++it) {
+  parallel_for(ctx.num_threads, outer * blocks, [&](long long it) {
     const long long l = it / blocks;
     const size_t j = static_cast<size_t>(it % blocks) * kColumns;
     const size_t o0 = static_cast<size_t>(l / g.outer1), o1 = static_cast<size_t>(l % g.outer1);
@@ -92,7 +96,7 @@ void run(const SoftmaxGeometry& g, const float* in, const SoftmaxStrides& is, fl
     } else {
       softmax_columns_q<1>(src, is.axis, dst, os.axis, g.len, cols, g.log);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/checked_math.h"
 #include "core/layer.h"
+#include "core/parallel.h"
 
 namespace kestrel {
 
@@ -205,8 +206,7 @@ inline size_t plane_size(const Shape& s) {
 inline void copy_logical(const Mat& src, Mat& dst, int num_threads) {
   const size_t sp = plane_size(src), dp = plane_size(dst);
   const int dplanes = plane_count(dst);
-#pragma omp parallel for num_threads(num_threads)
-  for (int p = 0; p < dplanes; ++p) {
+  parallel_for(num_threads, dplanes, [&](int p) {
     float* out = dst.channel(p);
     size_t pos = static_cast<size_t>(p) * dp;  // logical index of out[0]
     size_t left = dp;
@@ -218,7 +218,7 @@ inline void copy_logical(const Mat& src, Mat& dst, int num_threads) {
       pos += n;
       left -= n;
     }
-  }
+  });
 }
 
 // dst[i0..i3] = src[i0..i3] for two views with equal ndim and extents but any strides
@@ -236,8 +236,7 @@ inline void copy_strided(const float* src, const AxisView& sv, float* dst, const
   }
   const bool contiguous = ss[3] == 1 && ds[3] == 1;
   const long long outer = static_cast<long long>(e[0]) * e[1];
-#pragma omp parallel for num_threads(num_threads)
-  for (long long o = 0; o < outer; ++o) {
+  parallel_for(num_threads, outer, [&](long long o) {
     const size_t i0 = static_cast<size_t>(o / e[1]), i1 = static_cast<size_t>(o % e[1]);
     const float* s = src + i0 * ss[0] + i1 * ss[1];
     float* d = dst + i0 * ds[0] + i1 * ds[1];
@@ -250,7 +249,7 @@ inline void copy_strided(const float* src, const AxisView& sv, float* dst, const
         for (int i3 = 0; i3 < e[3]; ++i3) dr[static_cast<size_t>(i3) * ds[3]] = sr[static_cast<size_t>(i3) * ss[3]];
       }
     }
-  }
+  });
 }
 
 // The padding before and after one spatial axis of a sliding window and the
@@ -328,8 +327,8 @@ inline ChannelView channel_view(const Mat& m) { return channel_view(m.shape(), m
 template <class Fn>
 inline void for_each_channel(const Mat& in, Mat& out, int num_threads, Fn fn) {
   const ChannelView iv = channel_view(in), ov = channel_view(out);
-#pragma omp parallel for num_threads(num_threads)
-  for (int q = 0; q < iv.channels; ++q) fn(in.data + iv.stride * q, out.data + ov.stride * q, iv.size, q);
+  parallel_for(num_threads, iv.channels,
+               [&](int q) { fn(in.data + iv.stride * q, out.data + ov.stride * q, iv.size, q); });
 }
 
 // Taps k in [begin, end) of a kernel of `k` taps placed at position `start` with
@@ -355,12 +354,14 @@ inline Status check_channel_count(const Shape& input, int count, const char* wha
 }  // namespace layer_util
 
 // Flatten, Reshape, Squeeze, Unsqueeze: only the shape changes; values keep their
-// logical (outermost-first) order, so forward is one strided copy.
+// logical (outermost-first) order, so forward is one strided copy, or none where the
+// output is the input's memory (Layer::reshapes_only).
 class LayoutOnlyLayer : public Layer {
  public:
+  bool reshapes_only() const final { return true; }
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const final {
-    layer_util::copy_logical(inputs[0], outputs[0], ctx.num_threads);
+    if (outputs[0].data != inputs[0].data) layer_util::copy_logical(inputs[0], outputs[0], ctx.num_threads);
     return Status::Ok();
   }
 };

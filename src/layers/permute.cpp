@@ -97,14 +97,13 @@ class Permute final : public Layer {
     const long long planes = static_cast<long long>(e0) * e1;
     const float* src = inputs[0].data;
     float* dst = outputs[0].data;
-#pragma omp parallel for num_threads(ctx.num_threads)
-    for (long long p = 0; p < planes; ++p) {
+    parallel_for(ctx.num_threads, planes, [&](long long p) {
       const size_t i0 = static_cast<size_t>(p / e1), i1 = static_cast<size_t>(p % e1);
       size_t so = 0, d = 0;
       if (nouter > 0) so += i0 * pv.stride[outer[0]], d += i0 * ov.stride[outer[0]];
       if (nouter > 1) so += i1 * pv.stride[outer[1]], d += i1 * ov.stride[outer[1]];
       transpose_plane(src + so, pv.stride[last], dst + d, ov.stride[k], pv.extent[k], pv.extent[last]);
-    }
+    });
     return Status::Ok();
   }
 
