@@ -249,6 +249,8 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
     Mat m;
     if (i == 0 && inplace) {
       m = blobs_[L.bottoms[0]];
+      // A reshape in place (Layer::reshapes_only): the same memory under the top's shape.
+      if (L.impl->reshapes_only()) m = m.reshape(net_->blob_shapes[L.tops[0]]);
     } else {
       Status s = allocate_blob(L.tops[i], &m);
       if (!s.ok()) {

@@ -64,6 +64,11 @@ class Layer {
   // True if forward() may write outputs[0] over inputs[0] (same shape, elementwise).
   virtual bool supports_inplace() const { return false; }
 
+  // True if outputs[0] holds inputs[0]'s values in the same order under another shape
+  // (Flatten, Reshape): where both are dense (no channel padding) the Net gives the
+  // output the input's memory and forward() finds nothing to move.
+  virtual bool reshapes_only() const { return false; }
+
   // True if forward() concatenates 3-D inputs along channels and leaves alone an input
   // already in its place in the output: then the Net lets producers write straight
   // into the output's channel ranges (zero-copy concat).
