@@ -47,15 +47,33 @@ float box_area(const Box& b) {
   return (b.xmax - b.xmin) * (b.ymax - b.ymin);
 }
 
-// Caffe's JaccardOverlap (normalized).
-float iou(const Box& a, const Box& b) {
-  if (b.xmin > a.xmax || b.xmax < a.xmin || b.ymin > a.ymax || b.ymax < a.ymin) return 0.f;
-  const float iw = std::min(a.xmax, b.xmax) - std::max(a.xmin, b.xmin);
-  const float ih = std::min(a.ymax, b.ymax) - std::max(a.ymin, b.ymin);
-  if (iw <= 0.f || ih <= 0.f) return 0.f;
-  const float inter = iw * ih;
-  return inter / (box_area(a) + box_area(b) - inter);
+// NMS tests a candidate against the boxes its class kept so far, 4 at a time: the
+// kept boxes side by side as columns (KeptBoxes), Caffe's JaccardOverlap (normalized)
+// in GCC's portable vector types (NEON, SSE): the same IEEE operations lane by lane as
+// one pair at a time, so the same decisions.
+// One by one it took ~10 aarch64 instructions per pair, most of SSD's
+// DetectionOutput on random weights (~70 K pairs an inference).
+using Vec4 = float __attribute__((vector_size(16)));
+using Mask4 = int __attribute__((vector_size(16)));
+constexpr int kVec = 4;
+
+Vec4 load4(const float* p) {
+  Vec4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
+Vec4 splat4(float x) { return Vec4{x, x, x, x}; }
+
+// The kept boxes of one class as 5 columns of `cap` floats (a multiple of 4).
+struct KeptBoxes {
+  float *xmin, *ymin, *xmax, *ymax, *area;
+  static size_t floats(size_t cap) { return 5 * cap; }
+  KeptBoxes(float* p, size_t cap)
+      : xmin(p), ymin(p + cap), xmax(p + 2 * cap), ymax(p + 3 * cap), area(p + 4 * cap) {}
+  void set(size_t k, const Box& b) {
+    xmin[k] = b.xmin, ymin[k] = b.ymin, xmax[k] = b.xmax, ymax[k] = b.ymax, area[k] = box_area(b);
+  }
+};
 
 // The most IoU evaluations NMS may need in one inference, worst case (every
 // candidate scored above the threshold, none overlapping). Real SSDs declare a few
@@ -113,6 +131,11 @@ class DetectionOutput final : public Layer {
       return corrupt("conf has " + std::to_string(inputs[1].total()) + " values, expected num_priors * num_classes = " +
                      std::to_string(size_t(num_priors_) * size_t(num_classes_)));
     }
+    // NMS compares each candidate of a class with the boxes the class kept before it:
+    // at most (candidates) x (kept) IoUs per class, bounded by top_k and keep_top_k.
+    const size_t candidates = top_k_ > 0 ? std::min(size_t(top_k_), size_t(num_priors_)) : size_t(num_priors_);
+    max_kept_per_class_ = keep_top_k_ > 0 ? std::min(candidates, size_t(keep_top_k_)) : candidates;
+    kept_cap_ = (max_kept_per_class_ + kVec - 1) / kVec * kVec;
     // Workspace: the boxes by prior, the candidates, the boxes a class kept, the
     // candidate count of each class, and a decoded flag per prior.
     size_t max_dets = 0, box_bytes = 0, cand_bytes = 0, count_bytes = sizeof(int) * size_t(num_classes_);
@@ -120,14 +143,10 @@ class DetectionOutput final : public Layer {
     if (!checked_mul({size_t(num_priors_), size_t(foreground_)}, &max_dets) ||
         !checked_mul({size_t(num_priors_), sizeof(Box)}, &box_bytes) ||
         !checked_mul({max_dets, sizeof(Candidate)}, &cand_bytes) || !checked_add(box_bytes, cand_bytes, &sum) ||
-        !checked_add(sum, box_bytes, &sum) || !checked_add(sum, count_bytes, &sum) ||
-        !checked_add(sum, size_t(num_priors_), &workspace_bytes)) {
+        !checked_add(sum, KeptBoxes::floats(kept_cap_) * sizeof(float), &sum) ||
+        !checked_add(sum, count_bytes, &sum) || !checked_add(sum, size_t(num_priors_), &workspace_bytes)) {
       return corrupt("too many priors and classes");
     }
-    // NMS compares each candidate of a class with the boxes the class kept before it:
-    // at most (candidates) x (kept) IoUs per class, bounded by top_k and keep_top_k.
-    const size_t candidates = top_k_ > 0 ? std::min(size_t(top_k_), size_t(num_priors_)) : size_t(num_priors_);
-    max_kept_per_class_ = keep_top_k_ > 0 ? std::min(candidates, size_t(keep_top_k_)) : candidates;
     size_t comparisons = 0;
     const bool fits = checked_mul({size_t(foreground_), candidates, max_kept_per_class_}, &comparisons);
     if (!fits || comparisons > kMaxNmsComparisons) {
@@ -154,8 +173,9 @@ class DetectionOutput final : public Layer {
     const size_t np = static_cast<size_t>(num_priors_);
     Box* boxes = static_cast<Box*>(ctx.workspace);
     Candidate* dets = reinterpret_cast<Candidate*>(boxes + np);
-    Box* kept_boxes = reinterpret_cast<Box*>(dets + np * static_cast<size_t>(foreground_));
-    int* counts = reinterpret_cast<int*>(kept_boxes + np);
+    float* kept_columns = reinterpret_cast<float*>(dets + np * static_cast<size_t>(foreground_));
+    KeptBoxes kept_boxes(kept_columns, kept_cap_);
+    int* counts = reinterpret_cast<int*>(kept_columns + KeptBoxes::floats(kept_cap_));
     unsigned char* decoded = reinterpret_cast<unsigned char*>(counts + num_classes_);
 
     // Each class's candidates (its top_k best above the threshold), class after class.
@@ -191,7 +211,9 @@ class DetectionOutput final : public Layer {
       start += static_cast<size_t>(counts[c]);
     }
     if (keep_top_k_ > 0 && kept > size_t(keep_top_k_)) {
-      std::partial_sort(dets, dets + keep_top_k_, dets + kept, kBefore);
+      // Select, then sort the few: half the instructions of partial_sort's heap.
+      std::nth_element(dets, dets + keep_top_k_, dets + kept, kBefore);
+      std::sort(dets, dets + keep_top_k_, kBefore);
       kept = size_t(keep_top_k_);
     } else {
       std::sort(dets, dets + kept, kBefore);
@@ -266,7 +288,7 @@ class DetectionOutput final : public Layer {
   // final top-k. So the candidates are not sorted up front but leave a heap best
   // first (linear set-up, log n a step): a class stops after the few it needs. The
   // kept boxes are copied side by side (kept_boxes) for the comparisons.
-  size_t nms(Candidate* cand, int n, const Box* boxes, Box* kept_boxes) const {
+  size_t nms(Candidate* cand, int n, const Box* boxes, KeptBoxes& kept_boxes) const {
     if (static_cast<size_t>(n) <= max_kept_per_class_) return nms_sorted(cand, n, boxes, kept_boxes);
     const auto after = [](const Candidate& a, const Candidate& b) { return before_in_class(b, a); };
     std::make_heap(cand, cand + n, after);
@@ -278,7 +300,7 @@ class DetectionOutput final : public Layer {
       const Candidate c = cand[m - 1];
       const Box& b = boxes[c.index];
       if (overlaps_none(b, kept_boxes, kept)) {
-        kept_boxes[kept] = b;
+        kept_boxes.set(kept, b);
         cand[n - 1 - kept++] = c;
       }
     }
@@ -287,24 +309,39 @@ class DetectionOutput final : public Layer {
     return kept;
   }
 
-  // True if b overlaps none of the first n kept boxes by more than the threshold (the
-  // one place that calls iou(), which so stays inline).
-  bool overlaps_none(const Box& b, const Box* kept_boxes, size_t n) const {
-    for (size_t k = 0; k < n; ++k) {
-      if (!(iou(b, kept_boxes[k]) <= nms_threshold_)) return false;
+  // True if b overlaps none of the first n kept boxes by more than the threshold:
+  // iou(b, kept) of 4 kept boxes at a time, its branches as lane masks.
+  bool overlaps_none(const Box& b, const KeptBoxes& kept, size_t n) const {
+    const Vec4 x0 = splat4(b.xmin), y0 = splat4(b.ymin), x1 = splat4(b.xmax), y1 = splat4(b.ymax);
+    const Vec4 area = splat4(box_area(b)), threshold = splat4(nms_threshold_), zero = splat4(0.f);
+    const Mask4 lane = {0, 1, 2, 3};
+    for (size_t k = 0; k < n; k += kVec) {
+      const Vec4 kx0 = load4(kept.xmin + k), ky0 = load4(kept.ymin + k);
+      const Vec4 kx1 = load4(kept.xmax + k), ky1 = load4(kept.ymax + k);
+      const Mask4 disjoint = (kx0 > x1) | (kx1 < x0) | (ky0 > y1) | (ky1 < y0);
+      // std::min(a, b) is (b < a ? b : a), std::max(a, b) (a < b ? b : a): so with NaNs.
+      const Vec4 iw = (kx1 < x1 ? kx1 : x1) - (x0 < kx0 ? kx0 : x0);
+      const Vec4 ih = (ky1 < y1 ? ky1 : y1) - (y0 < ky0 ? ky0 : y0);
+      const Vec4 inter = iw * ih;
+      const Vec4 overlap = inter / (area + load4(kept.area + k) - inter);
+      const Mask4 none = disjoint | (iw <= zero) | (ih <= zero);
+      const Vec4 v = none ? zero : overlap;
+      const Mask4 live = lane < static_cast<int>(n - k);
+      const Mask4 hit = ~(v <= threshold) & live;
+      if (hit[0] | hit[1] | hit[2] | hit[3]) return false;
     }
     return true;
   }
 
   // nms() where no early stop can come (every candidate may be kept): one sort,
   // cheaper than popping a heap, then the same walk; survivors compact in place.
-  size_t nms_sorted(Candidate* cand, int n, const Box* boxes, Box* kept_boxes) const {
+  size_t nms_sorted(Candidate* cand, int n, const Box* boxes, KeptBoxes& kept_boxes) const {
     std::sort(cand, cand + n, kBeforeInClass);
     size_t kept = 0;
     for (int m = 0; m < n; ++m) {
       const Box& b = boxes[cand[m].index];
       if (overlaps_none(b, kept_boxes, kept)) {
-        kept_boxes[kept] = b;
+        kept_boxes.set(kept, b);
         cand[kept++] = cand[m];
       }
     }
@@ -317,7 +354,7 @@ class DetectionOutput final : public Layer {
   fb::CodeType code_type_ = fb::CodeType::CenterSize;
   bool variance_in_target_ = false;
   int num_priors_ = 0;  // from prepare()
-  size_t max_kept_per_class_ = 0;
+  size_t max_kept_per_class_ = 0, kept_cap_ = 0;  // kept_cap_: its multiple of 4
 };
 
 }  // namespace

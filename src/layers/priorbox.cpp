@@ -2,6 +2,7 @@
 // PriorBoxLayer computes them. Depends only on the input shapes, never their data.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "layers/layers.h"
 
@@ -91,6 +92,10 @@ class PriorBox final : public Layer {
       return corrupt("too many priors");
     }
     outputs[0] = Shape::make2(static_cast<int>(values), 2);
+    // The priors depend on nothing forward sees: computed once here, copied there
+    // (SSD300's six PriorBox layers took 0.13 M aarch64 instructions an inference).
+    priors_.assign(2 * values, 0.f);
+    compute(priors_.data(), priors_.data() + values, static_cast<int>(values));
     return Status::Ok();
   }
 
@@ -100,9 +105,15 @@ class PriorBox final : public Layer {
 
   Status forward(const std::vector<Mat>&, std::vector<Mat>& outputs, const ForwardContext&) const override {
     Mat& out = outputs[0];
-    float* box = out.row(0);
-    float* var = out.row(1);
-    const int n = out.w;
+    const size_t n = priors_.size() / 2;
+    std::memcpy(out.row(0), priors_.data(), n * sizeof(float));
+    std::memcpy(out.row(1), priors_.data() + n, n * sizeof(float));
+    return Status::Ok();
+  }
+
+ private:
+  // The n box coordinates and the n variances.
+  void compute(float* box, float* var, int n) const {
     // Caffe: a zero step means the image spans the feature map evenly.
     const float step_w = step_w_ > 0.f ? step_w_ : static_cast<float>(img_w_) / layer_w_;
     const float step_h = step_h_ > 0.f ? step_h_ : static_cast<float>(img_h_) / layer_h_;
@@ -133,10 +144,8 @@ class PriorBox final : public Layer {
       for (int i = 0; i < n; ++i) box[i] = std::min(std::max(box[i], 0.f), 1.f);
     }
     for (int i = 0; i < n; ++i) var[i] = variances_.size() == 1 ? variances_[0] : variances_[i % 4];
-    return Status::Ok();
   }
 
- private:
   // Caffe divides in double ((center - size / 2.) / img_width) and stores floats;
   // doing the same keeps the priors bit-identical to Caffe's.
   int put_box(float* box, int k, float cx, float cy, float bw, float bh) const {
@@ -153,6 +162,7 @@ class PriorBox final : public Layer {
   float step_w_ = 0.f, step_h_ = 0.f, offset_ = 0.5f;
   int priors_per_cell_ = 0;
   int layer_w_ = 0, layer_h_ = 0, img_w_ = 0, img_h_ = 0;  // from prepare()
+  std::vector<float> priors_;  // from prepare(): the output's two rows
 };
 
 }  // namespace
