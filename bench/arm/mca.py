@@ -132,6 +132,46 @@ def innermost_loops(body):
     return [(a, b) for (a, b) in loops if not any(a <= c and d <= b and (c, d) != (a, b) for (c, d) in loops)]
 
 
+SET_RE = re.compile(r"^\s*\.set\s+(\w+)\s*,\s*(.+?)\s*$")
+COND_RE = re.compile(r"^\s*\.(if|elseif|else|endif)\b\s*(.*?)\s*$")
+
+
+def assembled(lines):
+    """The lines GNU as keeps of inline assembly that chooses its variant with .set
+    symbols and .if/.elseif/.else/.endif (the pack4 depthwise walk). A condition on
+    anything else (a size check on labels) counts as false."""
+    syms, out, stack = {}, [], []  # stack: [this branch taken, some branch taken]
+
+    def value(expr):
+        try:
+            return int(eval(re.sub(r"[A-Za-z_.]\w*", lambda m: str(syms[m.group(0)]), expr), {"__builtins__": {}}))
+        except (KeyError, SyntaxError, TypeError):
+            return 0
+
+    for line in lines:
+        outer = all(t for t, _ in stack[:-1])
+        m = COND_RE.match(line)
+        if m:
+            kind, expr = m.groups()
+            if kind == "if":
+                take = all(t for t, _ in stack) and bool(value(expr))
+                stack.append([take, take])
+            elif kind == "endif":
+                stack.pop()
+            else:
+                take = outer and not stack[-1][1] and (kind == "else" or bool(value(expr)))
+                stack[-1] = [take, stack[-1][1] or take]
+            continue
+        if not all(t for t, _ in stack):
+            continue
+        m = SET_RE.match(line)
+        if m:
+            syms[m.group(1)] = value(m.group(2))
+            continue
+        out.append(line)
+    return out
+
+
 CALL_RE = re.compile(r"^\s*(bl|b)\s+([A-Za-z_]\w*)\s*$")
 
 
@@ -150,7 +190,7 @@ def hot_loops(asm_text):
             if f in seen or f not in funcs:
                 continue
             seen.add(f)
-            body = funcs[f].splitlines()
+            body = assembled(funcs[f].splitlines())
             todo += [m.group(2) for m in map(CALL_RE.match, body) if m]
             for a, b in innermost_loops(body):
                 lines = [l for l in body[a:b + 1] if l.strip() and (LABEL_RE.match(l) or not l.strip().startswith((".", "#", "//")))]

@@ -5,39 +5,33 @@
 //
 // Its speed on ARM is judged by the instructions it executes (bench/arm/INSN_COUNTS.md),
 // whose floor is 9 fmla per output vector. A work item is one channel block and a band
-// of output rows; the 9 taps stay in registers for all of it. A row of outputs is cut
-// into steps of 4 pixels (the interior ones in f32_dwconv3x3_pack4_neon.h, in
-// assembly) computing kRows<S> output rows at once from the input rows they share:
-//   first   x = 0..3, when pad_left is 1: column -1 is a zero register, not read;
-//   middle  4-pixel steps read in place;
-//   last    the last 1..4 pixels, the column right of the row (pad 1) a zero register.
-// Rows above or below the map read a zero row (the shared workspace). So padding costs
-// neither copies nor steps of its own. Geometries this plan does not fit (pads of 2,
-// rows too short for a first step of 4 pixels) read their rows from padded copies
-// instead, with the same steps (f32_dwconv3x3_neon.cpp's strips, but whole rows: these
-// are small maps and unusual pads).
+// of output rows. The band is cut into strips of 4 output pixels (the last one 1..4),
+// and each strip is walked down the band by the assembly of f32_dwconv3x3_pack4_neon.h,
+// which loads each input row of the strip once and keeps the 2 or 3 output rows it
+// feeds in registers (and the 9 taps, loaded once per call: one call walks all the
+// middle strips of a band):
+//   first   when pad_left is 1: column -1 is a zero register, not read;
+//   middle  4-pixel strips read in place;
+//   last    1..4 pixels, the column right of the row (pad 1) a zero register.
+// Rows above or below the map are the zero row (the shared workspace), read by the
+// first or last row of the walk. So padding costs neither copies nor steps of its own.
+// Geometries with pads of 2 read a band's rows from padded copies instead (per-thread
+// scratch), walked the same way.
 //
 // Every output is bias, then taps ky = 0..2, kx = 0..2, one fma each (a tap on padding
-// is an fma with zero), whatever step computes it: the order of the planar kernel
+// is an fma with zero), whatever strip computes it: the order of the planar kernel
 // (f32_dwconv3x3_neon.h), so blocked and planar networks agree bit for bit, and the
 // banding over threads changes nothing.
-//
-// GCC's pre-allocation scheduler hoists the input loads of the intrinsics steps (edges,
-// bands of fewer rows) above the fmas of the rows before, until accumulators, taps and
-// inputs no longer fit in the 32 registers: without it MobileNet v1's depthwise layers
-// ran 1-10% more instructions (cf. f32_conv1x1_8x8_neon.h).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-schedule-insns")
-#endif
 #include "arm/f32_dwconv3x3_pack4_neon.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
-#include <utility>
+#include <type_traits>
 
 #include "arm/arm_kernels.h"
+#include "core/parallel.h"
 #include "arm/f32_gemm_epilogue_neon.h"
 
 #define KESTREL_DWP4_INLINE __attribute__((always_inline))
@@ -45,160 +39,135 @@
 namespace kestrel::kernels::arm {
 namespace {
 
+using dwconv3x3_pack4::Band;
 using dwconv3x3_pack4::Store;
+using dwconv3x3_pack4::Act;
 
 constexpr int kLanes = 4;
 // Per channel block: 9 tap vectors, the bias 4 times (one ld1 starts 4 accumulators),
 // zeros up to 256 bytes (each block on cache lines of its own).
 constexpr int kBlockFloats = 64;
 constexpr int kBiasAt = 9 * kLanes;
-
-// Output rows per step: those of the assembly loops (stride 1: 12 accumulators, 9
-// taps and 6 input vectors; stride 2: 8, 9 and 9).
-template <int S>
-constexpr int kRows = dwconv3x3_pack4::kAsmRows<S>;
-constexpr int input_rows(int s, int r) { return (r - 1) * s + 3; }
-constexpr int kMaxIn = 5;  // input_rows of either stride's kRows
-
-template <class F, int... I>
-inline KESTREL_DWP4_INLINE void unroll_seq(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>{}), ...);
-}
-template <int N, class F>
-inline KESTREL_DWP4_INLINE void unroll(F&& f) {
-  unroll_seq(f, std::make_integer_sequence<int, N>{});
-}
-
-// M consecutive pixel vectors with ceil(M / 4) loads (ld1 of up to 4 registers).
-template <int M>
-inline KESTREL_DWP4_INLINE void load_run(const float* p, float32x4_t* v) {
-  unroll<(M + 3) / 4>([&](auto c) KESTREL_DWP4_INLINE {
-    constexpr int i = 4 * decltype(c)::value, m = M - i < 4 ? M - i : 4;
-    if constexpr (m == 4) {
-      const float32x4x4_t t = vld1q_f32_x4(p + 4 * i);
-      v[i] = t.val[0], v[i + 1] = t.val[1], v[i + 2] = t.val[2], v[i + 3] = t.val[3];
-    } else if constexpr (m == 3) {
-      const float32x4x3_t t = vld1q_f32_x3(p + 4 * i);
-      v[i] = t.val[0], v[i + 1] = t.val[1], v[i + 2] = t.val[2];
-    } else if constexpr (m == 2) {
-      const float32x4x2_t t = vld1q_f32_x2(p + 4 * i);
-      v[i] = t.val[0], v[i + 1] = t.val[1];
-    } else {
-      v[i] = vld1q_f32(p + 4 * i);
-    }
-  });
-}
-
-// ep(v[0..N-1]): stores GCC pairs into stp. (As a 4-register st1, GCC 12 mostly
-// assembles the register tuple on the stack first.)
-template <int N, class Ep>
-inline KESTREL_DWP4_INLINE void store_run(float* p, const Ep& ep, const float32x4_t* v) {
-  unroll<N>([&](auto n) KESTREL_DWP4_INLINE { vst1q_f32(p + n * kLanes, ep(v[n])); });
-}
-
-// The input rows and output rows of a band, each at its column / pixel 0.
-struct Band {
-  const float* rows[kMaxIn];
-  float* out[kRows<1> > kRows<2> ? kRows<1> : kRows<2>];
-};
-
-// What a work item needs besides the band: the taps, the bias copies, the epilogue.
-template <class Ep>
-struct Weights {
-  float32x4_t k[9];
-  const float* bias4;
-  const Ep& ep;
-};
-
-// One step: R output rows x N pixels from pixel x, whose first tap column is col (-1
-// at the left edge) of the band's rows. Of its (N - 1) * S + 3 columns, the first ZL
-// and the last ZR are padding: not read, a zero register instead. Each output row's
-// accumulators start as loads of the bias copies (GCC pairs them into ldp; as one
-// 4-register ld1 it adds register moves); the empty asm before each makes bias4
-// opaque, so that GCC neither loads it once and copies it with moves nor hoists the
-// loads out of a loop.
-template <int S, int R, int N, int ZL, int ZR, class Ep>
-inline KESTREL_DWP4_INLINE void step(const Band& b, ptrdiff_t col, ptrdiff_t x, Weights<Ep>& w) {
-  constexpr int kCols = (N - 1) * S + 3;
-  float32x4_t acc[R][N];
-  unroll<R>([&](auto o) KESTREL_DWP4_INLINE {
-    asm volatile("" : "+r"(w.bias4));
-    unroll<N>([&](auto n) KESTREL_DWP4_INLINE { acc[o][n] = vld1q_f32(w.bias4 + n * kLanes); });
-  });
-  unroll<input_rows(S, R)>([&](auto r) KESTREL_DWP4_INLINE {
-    float32x4_t v[kCols];
-    unroll<kCols>([&](auto i) KESTREL_DWP4_INLINE {
-      if constexpr (i < ZL || i >= kCols - ZR) v[i] = vdupq_n_f32(0.f);
-    });
-    load_run<kCols - ZL - ZR>(b.rows[r] + (col + ZL) * kLanes, v + ZL);
-    unroll<R>([&](auto o) KESTREL_DWP4_INLINE {
-      constexpr int ky = decltype(r)::value - decltype(o)::value * S;
-      if constexpr (ky >= 0 && ky < 3) {
-        unroll<3>([&](auto kx) KESTREL_DWP4_INLINE {
-          unroll<N>([&](auto n) KESTREL_DWP4_INLINE {
-            acc[o][n] = vfmaq_f32(acc[o][n], v[n * S + kx], w.k[ky * 3 + kx]);
-          });
-        });
-      }
-    });
-  });
-  unroll<R>([&](auto o) KESTREL_DWP4_INLINE { store_run<N>(b.out[o] + x * kLanes, w.ep, acc[o]); });
-}
-
-// How every row of outputs is cut (see the top), in the geometry the bands read:
-// that of the layer, or of the padded copies (no padding left or right then).
-struct Plan {
-  int in_w = 0, in_h = 0, out_w = 0, pad_top = 0, pad_left = 0;
-  int first = 0;    // 1: a step of pixels 0..3, column -1 padding
-  int middle = 0;   // 4-pixel steps in place from pixel 4 * first
-  int last_n = 0;   // the last step: pixels out_w - last_n .. out_w - 1 (0: none)
-  int last_zr = 0;  // the column right of the row is padding (1) or read (0)
-  // Rows read from padded copies (in_w pixels: copy_left zeros, the src_w pixels of
-  // the row, zeros) instead of in place.
-  bool copies = false;
-  int src_w = 0, copy_left = 0;
-  // Derived, in floats: a source row and an output row; where the middle steps start
-  // in an input row and an output row (the last step starts where they end).
-  ptrdiff_t src_row = 0, out_row = 0, mid_in = 0, mid_out = 0;
-};
+constexpr int kStrip = 4;  // output pixels of a strip
 
 // Padding after the last input row/column that `out` outputs of stride s read.
 int pad_end(int in, int out, int s, int pad_begin) { return (out - 1) * s + 3 - in - pad_begin; }
 
-// The cut of a row (false where it does not fit).
-bool cut_row(Plan& p, int s) {
-  const int end = pad_end(p.in_w, p.out_w, s, p.pad_left);
-  if (p.pad_left > 1 || end > 1) return false;
-  // The first step must not reach the right padding: pixel 3 reads up to 3s + 1.
-  if (p.pad_left == 1 && (p.out_w < 4 || 3 * s + 1 >= p.in_w)) return false;
-  p.first = p.pad_left;
-  const int m = p.out_w - 4 * p.first;
-  p.last_zr = std::max(end, 0);
-  // A last step of 4 pixels that reads no padding is one more middle step.
-  p.last_n = m > 0 ? (m - 1) % 4 + 1 : 0;
-  if (p.last_n == 4 && p.last_zr == 0) p.last_n = 0;
-  p.middle = (m - p.last_n) / 4;
-  p.mid_in = static_cast<ptrdiff_t>(4 * p.first * s - p.pad_left) * kLanes;
-  p.mid_out = static_cast<ptrdiff_t>(4 * p.first) * kLanes;
-  return true;
-}
+// How the bands are read: in place (padding of at most 1 on each side), or from padded
+// copies of their rows.
+struct Plan {
+  int s = 1, in_h = 0, pad_top = 0, pad_left = 0;
+  // Strips of a row: the first through edge() when it reads padding or is the only
+  // one and narrower (first_key: its variant, else 0), then middle ones up to
+  // middle_end, then the last through edge() (last_key, else 0) when it reads padding
+  // or has fewer than 4 pixels.
+  int strips = 0, first_key = 0, middle_end = 0, last_key = 0;
+  bool copies = false;
+  int src_h = 0, copy_top = 0, copy_left = 0;
+  // In floats: a row the walks read (a copy's, padded, with copies), a source row, an
+  // output row.
+  ptrdiff_t in_row = 0, src_row = 0, out_row = 0;
+};
 
 Plan make_plan(const ConvGeometry& g) {
   Plan p;
-  p.in_w = p.src_w = g.in_w;
-  p.in_h = g.in_h;
-  p.out_w = g.out_w;
-  p.pad_top = g.pad_top;
-  p.pad_left = g.pad_left;
+  p.s = g.sw;
+  p.strips = (g.out_w + kStrip - 1) / kStrip;
+  p.src_h = g.in_h;
   p.src_row = static_cast<ptrdiff_t>(g.in_w) * kLanes;
   p.out_row = static_cast<ptrdiff_t>(g.out_w) * kLanes;
-  if (cut_row(p, g.sw)) return p;
-  p.copies = true;
-  p.copy_left = g.pad_left;
-  p.in_w = g.pad_left + g.in_w + std::max(pad_end(g.in_w, g.out_w, g.sw, g.pad_left), 0);
-  p.pad_left = 0;
-  cut_row(p, g.sw);  // no padding left or right: always fits
+  const int end_w = pad_end(g.in_w, g.out_w, g.sw, g.pad_left), end_h = pad_end(g.in_h, g.out_h, g.sh, g.pad_top);
+  p.copies = g.pad_left > 1 || g.pad_top > 1 || end_w > 1 || end_h > 1;
+  if (!p.copies) {
+    p.in_h = g.in_h;
+    p.pad_top = g.pad_top;
+    p.pad_left = g.pad_left;
+    p.in_row = p.src_row;
+  } else {
+    p.copy_top = g.pad_top;
+    p.copy_left = g.pad_left;
+    p.in_row = static_cast<ptrdiff_t>(g.pad_left + g.in_w + std::max(end_w, 0)) * kLanes;
+  }
+  // Edge variants by key n * 4 + zl * 2 + zr (edge()).
+  const int last_n = g.out_w - kStrip * (p.strips - 1), zl = p.pad_left == 1, zr = !p.copies && end_w == 1;
+  // (A lone strip of 4 pixels without padding is a middle one.)
+  if (zl || (p.strips == 1 && (last_n != kStrip || zr))) {
+    p.first_key = (p.strips == 1 ? last_n : kStrip) * 4 + zl * 2 + (p.strips == 1 ? zr : 0);
+  }
+  const bool last_edge = p.strips > 1 && (last_n != kStrip || zr);
+  p.middle_end = p.strips - (last_edge ? 1 : 0);
+  p.last_key = last_edge ? last_n * 4 + zr : 0;
   return p;
+}
+
+// The rows of a walk: the first, the second (the middle ones follow), the last.
+struct Rows {
+  const float* first;
+  const float* rows;
+  const float* last;
+};
+
+// Output rows [y0, y0 + m) read from padded copies of their input rows in scratch
+// (whose columns of padding stay zero). Out of line: the path of unusual pads.
+__attribute__((noinline)) Rows copy_band(const Plan& p, const float* in, float* scratch, int y0, int m) {
+  const int r0 = y0 * p.s - p.copy_top, n = (m - 1) * p.s + 3;
+  for (int r = 0; r < n; ++r) {
+    float* dst = scratch + r * p.in_row + p.copy_left * kLanes;
+    const int iy = r0 + r;
+    if (iy >= 0 && iy < p.src_h) {
+      std::copy(in + iy * p.src_row, in + (iy + 1) * p.src_row, dst);
+    } else {
+      std::fill(dst, dst + p.src_row, 0.f);
+    }
+  }
+  return {scratch, scratch + p.in_row, scratch + (n - 1) * p.in_row};
+}
+
+// `strips` strips of N pixels from the one whose first loaded column is `col` (floats).
+template <int S, int N, int ZL, int ZR, Store St>
+inline KESTREL_DWP4_INLINE void strips(const Band& b, const Rows& r, ptrdiff_t col, float* out, int n,
+                                       const Act& a) {
+  dwconv3x3_pack4::walk<S, N, ZL, ZR, St>(b, r.first + col, r.rows + col, r.last + col, out, n, a);
+}
+
+// A strip with padding or fewer than 4 pixels: its variant by key n * 4 + zl * 2 + zr
+// (not 16: that strip is a middle one).
+template <int S, Store St>
+inline KESTREL_DWP4_INLINE void edge(int key, const Band& b, const Rows& r, ptrdiff_t col, float* out,
+                                     const Act& a) {
+  switch (key) {
+    case 4: return strips<S, 1, 0, 0, St>(b, r, col, out, 1, a);
+    case 5: return strips<S, 1, 0, 1, St>(b, r, col, out, 1, a);
+    case 6: return strips<S, 1, 1, 0, St>(b, r, col, out, 1, a);
+    case 7: return strips<S, 1, 1, 1, St>(b, r, col, out, 1, a);
+    case 8: return strips<S, 2, 0, 0, St>(b, r, col, out, 1, a);
+    case 9: return strips<S, 2, 0, 1, St>(b, r, col, out, 1, a);
+    case 10: return strips<S, 2, 1, 0, St>(b, r, col, out, 1, a);
+    case 11: return strips<S, 2, 1, 1, St>(b, r, col, out, 1, a);
+    case 12: return strips<S, 3, 0, 0, St>(b, r, col, out, 1, a);
+    case 13: return strips<S, 3, 0, 1, St>(b, r, col, out, 1, a);
+    case 14: return strips<S, 3, 1, 0, St>(b, r, col, out, 1, a);
+    case 15: return strips<S, 3, 1, 1, St>(b, r, col, out, 1, a);
+    case 17: return strips<S, 4, 0, 1, St>(b, r, col, out, 1, a);
+    case 18: return strips<S, 4, 1, 0, St>(b, r, col, out, 1, a);
+    default: return strips<S, 4, 1, 1, St>(b, r, col, out, 1, a);
+  }
+}
+
+// The strips of a band, left to right: the first and last through edge() where they
+// read padding or are narrower (Plan::first_key, last_key), the middle ones in place,
+// in one walk.
+template <int S, Store St>
+inline KESTREL_DWP4_INLINE void band(const Plan& p, const Band& b, const Rows& r, float* out, const Act& a) {
+  constexpr ptrdiff_t kInStep = kStrip * S * kLanes, kOutStep = kStrip * kLanes;
+  const int s = p.first_key ? 1 : 0;
+  if (s) edge<S, St>(p.first_key, b, r, 0, out, a);
+  if (s < p.middle_end) {
+    strips<S, 4, 0, 0, St>(b, r, s * kInStep - p.pad_left * kLanes, out + s * kOutStep, p.middle_end - s, a);
+  }
+  if (p.last_key) {
+    edge<S, St>(p.last_key, b, r, p.middle_end * kInStep - p.pad_left * kLanes, out + p.middle_end * kOutStep, a);
+  }
 }
 
 template <class Ep>
@@ -215,89 +184,8 @@ constexpr Store store_of() {
   }
 }
 
-// Output rows [oy, oy + R) of one channel block, from their input rows. A cursor
-// walks the rows from the middle steps' start on; the last step starts where it ends.
-template <int S, int R, class Ep>
-inline KESTREL_DWP4_INLINE void band(const Plan& p, const Band& b, Weights<Ep>& w) {
-  constexpr int kIn = input_rows(S, R);
-  if (p.first) step<S, R, 4, 1, 0>(b, -1, 0, w);
-  Band m;
-  unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE { m.rows[r] = b.rows[r] + p.mid_in; });
-  unroll<R>([&](auto o) KESTREL_DWP4_INLINE { m.out[o] = b.out[o] + p.mid_out; });
-  if (p.middle > 0) {
-    if constexpr (R == kRows<S>) {
-      constexpr Store kStore = store_of<Ep>();
-      const float32x4_t zero = vdupq_n_f32(0.f);
-      const float32x4_t lo = kStore == Store::kRelu ? zero : w.ep.alpha;
-      const float32x4_t hi = kStore == Store::kClip ? w.ep.beta : zero;
-      dwconv3x3_pack4::interior<S, kStore>(m.rows, m.out, p.middle, w.k, w.bias4, lo, hi);
-    } else {
-      for (int i = 0; i < p.middle; ++i) {
-        step<S, R, 4, 0, 0>(m, 0, 0, w);
-        unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE { m.rows[r] += 4 * S * kLanes; });
-        unroll<R>([&](auto o) KESTREL_DWP4_INLINE { m.out[o] += 4 * kLanes; });
-      }
-    }
-  }
-  switch (p.last_n * 2 + p.last_zr) {
-    case 2: return step<S, R, 1, 0, 0>(m, 0, 0, w);
-    case 3: return step<S, R, 1, 0, 1>(m, 0, 0, w);
-    case 4: return step<S, R, 2, 0, 0>(m, 0, 0, w);
-    case 5: return step<S, R, 2, 0, 1>(m, 0, 0, w);
-    case 6: return step<S, R, 3, 0, 0>(m, 0, 0, w);
-    case 7: return step<S, R, 3, 0, 1>(m, 0, 0, w);
-    case 8: return step<S, R, 4, 0, 0>(m, 0, 0, w);
-    case 9: return step<S, R, 4, 0, 1>(m, 0, 0, w);
-    default: return;
-  }
-}
-
-// What a work item reads and writes.
-struct Item {
-  const float* in;    // the channel block's input
-  float* out;         // its output
-  const float* zero;  // the zero row
-  float* copies;      // kMaxIn padded rows (Plan::copies)
-};
-
-// b with its rows[0..n) that are real rows replaced by padded copies in it.copies
-// (Plan::copies). Out of line and by value, so that neither the band nor the plan
-// leaves registers on the usual path.
-__attribute__((noinline)) Band copy_rows(Band b, int n, const Item& it, int src_w, int in_w, int left) {
-  const size_t src_row = static_cast<size_t>(src_w) * kLanes, copy_row = static_cast<size_t>(in_w) * kLanes;
-  for (int r = 0; r < n; ++r) {
-    if (b.rows[r] == it.zero) continue;
-    float* copy = it.copies + r * copy_row;
-    for (size_t i = 0; i < src_row; i += kLanes) vst1q_f32(copy + left * kLanes + i, vld1q_f32(b.rows[r] + i));
-    b.rows[r] = copy;
-  }
-  return b;
-}
-
-// Output rows [oy, oy + R): their input rows, then the band.
-template <int S, int R, class Ep>
-inline KESTREL_DWP4_INLINE void band_at(const Plan& p, const Item& it, int oy, Weights<Ep>& w) {
-  constexpr int kIn = input_rows(S, R);
-  Band b;
-  const int iy = oy * S - p.pad_top;
-  float* out = it.out + oy * p.out_row;
-  unroll<R>([&](auto o) KESTREL_DWP4_INLINE { b.out[o] = out + o * p.out_row; });
-  // Most bands read rows of the map only: one test for all of them.
-  if (iy >= 0 && iy + kIn <= p.in_h) {
-    const float* row = it.in + iy * p.src_row;
-    unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE { b.rows[r] = row + r * p.src_row; });
-  } else {
-    unroll<kIn>([&](auto r) KESTREL_DWP4_INLINE {
-      const bool in_map = static_cast<unsigned>(iy + r) < static_cast<unsigned>(p.in_h);
-      b.rows[r] = in_map ? it.in + (iy + r) * p.src_row : it.zero;
-    });
-  }
-  if (p.copies) b = copy_rows(b, kIn, it, p.src_w, p.in_w, p.copy_left);
-  band<S, R>(p, b, w);
-}
-
-// An activation not fused into the store runs over each band once it is written: the
-// bands store linear outputs, with the code of Act::kNone.
+// An activation not fused into the store runs over each band once it is written (the
+// bands store linear outputs, with the code of Act::kNone): `after`, else nullptr.
 template <gemm::Act A>
 gemm::Epilogue<A> fused_part(const gemm::Epilogue<A>& ep) {
   return ep;
@@ -305,10 +193,17 @@ gemm::Epilogue<A> fused_part(const gemm::Epilogue<A>& ep) {
 gemm::Epilogue<gemm::Act::kNone> fused_part(const gemm::Epilogue<gemm::Act::kOther>& ep) {
   return gemm::Epilogue<gemm::Act::kNone>(*ep.spec);
 }
+template <gemm::Act A>
+const ActivationSpec* after_part(const gemm::Epilogue<A>& ep) {
+  return A == gemm::Act::kOther ? ep.spec : nullptr;
+}
 
-size_t copies_floats(const Plan& p) { return p.copies ? static_cast<size_t>(kMaxIn) * p.in_w * kLanes : 0; }
+// Per-thread scratch: padded copies of a band's input rows, at most all of them.
+size_t copies_floats(const ConvGeometry& g, const Plan& p) {
+  return p.copies ? static_cast<size_t>((g.out_h - 1) * g.sh + 3) * p.in_row : 0;
+}
 
-// The work items: (channel block, band of rows), item i = block i / bands.
+// What the work items share: item i is channel block i / bands, band i % bands.
 struct Items {
   const float* in;
   size_t in_cstep;
@@ -321,26 +216,42 @@ struct Items {
 
 // Items [i0, i1), one thread's share: one call, so that saving registers and loading
 // the plan are paid once per thread, not per item (a 7x7 block is only 49 outputs).
-template <int S, class Fused, class Ep>
+template <int S, class Fused>
 void run_items(const Plan& plan, const Items& items, float* copies, int i0, int i1, const Fused& fused,
-               const Ep& ep) {
-  constexpr int R = kRows<S>;
+               const ActivationSpec* after) {
+  constexpr Store kStore = store_of<Fused>();
   const Plan p = plan;  // in registers: the stores may alias anything behind a reference
   const Items its = items;
+  const float32x4_t zero = vdupq_n_f32(0.f);
+  const Act a{kStore == Store::kRelu ? zero : fused.alpha, kStore == Store::kClip ? fused.beta : zero};
+  const ptrdiff_t ib = p.in_row * static_cast<ptrdiff_t>(sizeof(float));
+  const ptrdiff_t ob = p.out_row * static_cast<ptrdiff_t>(sizeof(float));
+  // What depends on the band only (the same for every block at one thread): its rows
+  // (offsets in the block; first / last: -1 for the zero row), the walk's steps.
+  int cached = -1, y0 = 0, m = 0;
+  ptrdiff_t first = 0, rows = 0, last = 0;
+  Band b{};
   for (int i = i0; i < i1; ++i) {
-    const int j = i / its.bands, y0 = i % its.bands * its.band_rows, y1 = std::min(its.out_h, y0 + its.band_rows);
-    if (y0 >= y1) continue;
-    const Item it{its.in + j * its.in_cstep, its.out + j * its.out_cstep, its.zero, copies};
-    const float* packed = its.packed + static_cast<size_t>(j) * kBlockFloats;
-    Weights<Fused> w{{}, packed + kBiasAt, fused};
-    load_run<9>(packed, w.k);
-    int y = y0;
-    for (; y + R <= y1; y += R) band_at<S, R>(p, it, y, w);
-    if constexpr (R > 2) {
-      if (y1 - y == 2) band_at<S, 2>(p, it, y, w);
+    const int j = i / its.bands, k = i - j * its.bands;
+    if (k != cached) {
+      cached = k;
+      y0 = k * its.band_rows;
+      m = std::min(its.out_h - y0, its.band_rows);
+      if (m <= 0) continue;
+      const int r0 = y0 * p.s - p.pad_top, rl = r0 + (m - 1) * p.s + 2;
+      first = r0 < 0 ? -1 : r0 * p.in_row;
+      rows = (r0 + 1) * p.in_row;
+      last = rl >= p.in_h ? -1 : rl * p.in_row;
+      b = dwconv3x3_pack4::band_of<S>(m, ib, ob);
     }
-    if (y1 - y == 1) band_at<S, 1>(p, it, y, w);
-    ep.finish(it.out + y0 * p.out_row, (y1 - y0) * p.out_row);
+    if (m <= 0) continue;
+    const float* in = its.in + j * its.in_cstep;
+    const Rows r = p.copies ? copy_band(p, in, copies, y0, m)
+                            : Rows{first < 0 ? its.zero : in + first, in + rows, last < 0 ? its.zero : in + last};
+    float* out = its.out + j * its.out_cstep + y0 * p.out_row;
+    b.w = its.packed + static_cast<size_t>(j) * kBlockFloats;
+    band<S, kStore>(p, b, r, out, a);
+    if (after) activate_inplace(out, static_cast<size_t>(m) * p.out_row, *after);
   }
 }
 
@@ -351,19 +262,17 @@ void run_blocked(const ConvGeometry& g, const float* packed, const float* in, si
   const int blocks = g.in_c / kLanes;
   // Row bands only where the channel blocks are too few to go round the threads (one
   // band per block at one thread); outputs do not depend on the banding.
-  const int steps = (g.out_h + kRows<S> - 1) / kRows<S>;
-  const int bands = std::clamp((2 * ctx.num_threads + blocks - 1) / blocks, 1, steps);
+  const int bands = std::clamp((2 * ctx.num_threads + blocks - 1) / blocks, 1, g.out_h);
   const Items items{in,    in_cstep, out, out_cstep, packed, static_cast<const float*>(ctx.workspace),
-                    bands, (steps + bands - 1) / bands * kRows<S>, g.out_h};
+                    bands, (g.out_h + bands - 1) / bands, g.out_h};
   const int n = blocks * bands;
-#pragma omp parallel num_threads(ctx.num_threads)
-  {
+  parallel_region(ctx.num_threads, [&] {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     float* copies = static_cast<float*>(ctx.scratch_of(t));
-    std::fill(copies, copies + copies_floats(p), 0.f);
+    std::fill(copies, copies + copies_floats(g, p), 0.f);
     run_items<S>(p, items, copies, static_cast<int>(static_cast<long long>(n) * t / nt),
-                 static_cast<int>(static_cast<long long>(n) * (t + 1) / nt), fused_part(ep), ep);
-  }
+                 static_cast<int>(static_cast<long long>(n) * (t + 1) / nt), fused_part(ep), after_part(ep));
+  });
 }
 
 bool supports(const ConvGeometry& g) {
@@ -392,10 +301,10 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
   }
 }
 
-// The zero row: as wide as the rows the bands read.
-size_t zero_floats(const ConvGeometry& g) { return static_cast<size_t>(make_plan(g).in_w) * kLanes; }
+// The zero row: as wide as the rows the walks read in place.
+size_t zero_floats(const ConvGeometry& g) { return static_cast<size_t>(g.in_w) * kLanes; }
 size_t workspace_bytes(const ConvGeometry& g) { return zero_floats(g) * sizeof(float); }
-size_t thread_workspace_bytes(const ConvGeometry& g) { return copies_floats(make_plan(g)) * sizeof(float); }
+size_t thread_workspace_bytes(const ConvGeometry& g) { return copies_floats(g, make_plan(g)) * sizeof(float); }
 
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
          const KernelContext& ctx) {
