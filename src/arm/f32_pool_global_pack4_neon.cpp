@@ -30,9 +30,11 @@ struct SumTail {
   static float32x4_t apply(float32x4_t s, float32x4_t x) { return vaddq_f32(s, x); }
 };
 
-// The planar kernel's result for the 4 channels of one block of n pixels at p.
+// The planar kernel's result for the 4 channels of one block of n pixels at p. Always
+// inline: called from parallel_for's one-thread loop and its OpenMP loop, GCC left it
+// out of line, and the call took MobileNet v1's pool6 from 41 K to 54 K instructions.
 template <class Op, class Tail>
-float32x4_t reduce_block(const float* p, size_t n) {
+__attribute__((always_inline)) inline float32x4_t reduce_block(const float* p, size_t n) {
   const float32x4_t id = vdupq_n_f32(Op::kIdentity);
   float32x4_t a[16];
   for (float32x4_t& v : a) v = id;
