@@ -11,6 +11,14 @@
 
 namespace kt {
 
+// The conv kernel of this name that this CPU runs, or null.
+inline const kestrel::kernels::ConvKernel* find_kernel(const char* name) {
+  for (const kestrel::kernels::ConvKernel* k : runnable_kernels(kestrel::kernels::conv_kernels())) {
+    if (std::strcmp(k->name, name) == 0) return k;
+  }
+  return nullptr;
+}
+
 // Runs k on g with `in` (planar) given in g.in_pack's layout; the output comes back
 // planar. With nan_padding the input's channel padding (past each channel's values up
 // to its cstep) is NaN, so a kernel that reads it into a result shows.

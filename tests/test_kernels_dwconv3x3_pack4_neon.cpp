@@ -20,13 +20,7 @@ using kestrel::Shape;
 using kestrel::fb::ActivationType;
 using kestrel::kernels::ConvGeometry;
 using kestrel::kernels::ConvKernel;
-
-const ConvKernel* find_kernel(const char* name) {
-  for (const ConvKernel* k : kt::runnable_kernels(kestrel::kernels::conv_kernels())) {
-    if (std::strcmp(k->name, name) == 0) return k;
-  }
-  return nullptr;
-}
+using kt::find_kernel;
 
 ConvGeometry depthwise(int c, int h, int w, int s, int pad, int pad_end, ActivationType act) {
   ConvGeometry g;

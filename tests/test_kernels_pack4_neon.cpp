@@ -25,13 +25,7 @@ using kestrel::Shape;
 using kestrel::fb::ActivationType;
 using kestrel::kernels::ConvGeometry;
 using kestrel::kernels::ConvKernel;
-
-const ConvKernel* find_kernel(const char* name) {
-  for (const ConvKernel* k : kt::runnable_kernels(kestrel::kernels::conv_kernels())) {
-    if (std::strcmp(k->name, name) == 0) return k;
-  }
-  return nullptr;
-}
+using kt::find_kernel;
 
 struct Case {
   int in_c, h, w, out_c, stride;

@@ -23,13 +23,7 @@ using kestrel::Shape;
 using kestrel::fb::ActivationType;
 using kestrel::kernels::ConvGeometry;
 using kestrel::kernels::ConvKernel;
-
-const ConvKernel* find_kernel(const char* name) {
-  for (const ConvKernel* k : kt::runnable_kernels(kestrel::kernels::conv_kernels())) {
-    if (std::strcmp(k->name, name) == 0) return k;
-  }
-  return nullptr;
-}
+using kt::find_kernel;
 
 bool expected() { return kestrel::kernels::active_isa() == kestrel::kernels::Isa::kNeon; }
 
