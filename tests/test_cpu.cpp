@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/isa.h"
 #include "kestrel/cpu.h"
 #include "test_util.h"
 
@@ -46,6 +47,18 @@ int threads_allowed_exactly(const std::string& list) {
 }  // namespace
 
 TEST_SUITE("cpu") {
+  // The cpu_in_order / cpu_out_of_order ctests (aarch64 builds) run this under qemu's
+  // -cpu cortex-a53 and cortex-a72, saying which answer the model must give.
+  TEST_CASE("in-order cores: detected from MIDR_EL1 as the CPU model says (KESTREL_TEST_IN_ORDER)") {
+    const bool in_order = kestrel::kernels::host_has_in_order_cores();
+    const char* want = std::getenv("KESTREL_TEST_IN_ORDER");
+    if (!want) {
+      MESSAGE("in-order cores here: " << in_order << " (nothing to compare without KESTREL_TEST_IN_ORDER)");
+      return;
+    }
+    CHECK(in_order == (std::string(want) == "1"));
+  }
+
   TEST_CASE("CpuSet is a value set with the kernel's cpulist spelling") {
     kestrel::CpuSet s = kestrel::CpuSet::of({5, 0, 1, 2, -1, kestrel::CpuSet::kMaxCpus});
     CHECK(s.count() == 4);

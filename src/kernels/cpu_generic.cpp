@@ -4,5 +4,6 @@
 namespace kestrel::kernels::detail {
 
 Isa detect_host_isa() { return Isa::kRef; }
+bool detect_in_order_cores() { return false; }
 
 }  // namespace kestrel::kernels::detail

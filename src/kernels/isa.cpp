@@ -21,6 +21,11 @@ Isa host_isa() {
   return isa;
 }
 
+bool host_has_in_order_cores() {
+  static const bool in_order = detail::detect_in_order_cores();
+  return in_order;
+}
+
 namespace {
 
 Isa read_active() {

@@ -22,10 +22,19 @@ Isa active_isa();
 // True if a kernel written for `kernel` may run when `active` is the active level.
 bool isa_allows(Isa active, Isa kernel);
 
+// True if some core of this machine issues in order (ARM Cortex-A53, A55, A35, A510,
+// A520...: the little cores of most robot boards), detected once. A kernel whose
+// instructions are fewest but whose loads feed the very next instructions (on an
+// in-order core, stalls) steps aside for one that suits such cores. False on x86 and
+// where it cannot be told.
+bool host_has_in_order_cores();
+
 namespace detail {
 // Defined once per architecture (src/arm/cpu_arm.cpp, src/x86/cpu_x86.cpp,
-// src/kernels/cpu_generic.cpp): the CPU's highest level.
+// src/kernels/cpu_generic.cpp): the CPU's highest level, and whether any core issues
+// in order.
 Isa detect_host_isa();
+bool detect_in_order_cores();
 }  // namespace detail
 
 }  // namespace kestrel::kernels

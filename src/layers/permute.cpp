@@ -1,4 +1,6 @@
 // Permute: output axis i is input axis order[i].
+#include <cstring>
+
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -10,7 +12,18 @@ using layer_util::corrupt;
 // dst[a * da + b] = src[a + b * sb] for a < na, b < nb: the 2-D transpose that a
 // Permute moving a map's channels innermost makes of each plane (SSD's heads), in
 // 4 x 4 tiles so that both sides are read and written four contiguous values at a
-// time rather than one strided value per copy.
+// time, transposed in registers by 8 shuffles (GCC's portable vectors: NEON zip/trn,
+// SSE shufps): copied value by value, a tile took ~40 aarch64 instructions, 147 K of
+// MobileNet-SSD's inference.
+using Vec4 = float __attribute__((vector_size(16)));
+
+Vec4 load4(const float* p) {
+  Vec4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof v); }
+
 void transpose_plane(const float* src, size_t sb, float* dst, size_t da, int na, int nb) {
   int a = 0;
   for (; a + 4 <= na; a += 4) {
@@ -18,13 +31,14 @@ void transpose_plane(const float* src, size_t sb, float* dst, size_t da, int na,
     for (; b + 4 <= nb; b += 4) {
       const float* s = src + a + b * sb;
       float* d = dst + a * da + b;
-      float t[4][4];
-      for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < 4; ++j) t[j][i] = s[i * sb + j];
-      }
-      for (int j = 0; j < 4; ++j) {
-        for (int i = 0; i < 4; ++i) d[j * da + i] = t[j][i];
-      }
+      // Rows r_i = s[i * sb + 0..3] (b + i); output row j = lane j of r_0..r_3.
+      const Vec4 r0 = load4(s), r1 = load4(s + sb), r2 = load4(s + 2 * sb), r3 = load4(s + 3 * sb);
+      const Vec4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+      const Vec4 t2 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+      store4(d, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+      store4(d + da, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+      store4(d + 2 * da, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+      store4(d + 3 * da, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
     }
     for (; b < nb; ++b) {
       for (int j = 0; j < 4; ++j) dst[(a + j) * da + b] = src[a + j + b * sb];

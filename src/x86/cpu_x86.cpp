@@ -13,4 +13,6 @@ Isa detect_host_isa() {
   return Isa::kRef;
 }
 
+bool detect_in_order_cores() { return false; }
+
 }  // namespace kestrel::kernels::detail
