@@ -1,6 +1,8 @@
 // Permute against the index mapping it stands for: every order of 2-D, 3-D and 4-D
 // blobs whose extents are and are not multiples of 4 (the tiled plane transpose and
-// its edges, the strided copy where no axis is contiguous), 1 and 4 threads.
+// its edges, the strided copy where no axis is contiguous), 1 and 4 threads; and the
+// channels-last order (1, 2, 0) reading channel-blocked maps of 4, 8 and 16 lanes
+// (Layer::set_packs, SSD's heads), which every other layout and order refuse.
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -72,5 +74,44 @@ TEST_SUITE("layers") {
       } while (std::next_permutation(order.begin(), order.end()));
     }
     CHECK(runs == 2 * (2 * 2 + 5 * 6 + 3 * 24));
+  }
+
+  TEST_CASE("Permute (1, 2, 0) reads channel-blocked maps: the planar result, bit for bit") {
+    std::mt19937 rng(26);
+    int runs = 0;
+    for (const std::vector<int>& e : {std::vector<int>{16, 19, 19}, {48, 3, 5}, {32, 1, 1}, {16, 2, 7}}) {
+      kestrel::fb::PermuteParamT p;
+      p.order = {1, 2, 0};
+      lt::Harness h("Permute", p);
+      REQUIRE(h.load.ok());
+      const Shape s = shape_of(e);
+      const std::vector<float> values = lt::random_values(s.total(), rng);
+      const Mat in = lt::make_mat(s, values);
+      const std::vector<float> want = permuted(values, e, p.order);
+      REQUIRE(h.prepare({s}).ok());
+      CHECK_FALSE(h.layer->set_packs(4, 4, true, true));  // the output stays planar
+      for (int pack : {4, 8, 16}) {
+        if (e[0] % pack != 0) continue;
+        REQUIRE(h.layer->set_packs(pack, 1, true, false));
+        const Mat blocked = kestrel::convert_packing(in, pack);
+        REQUIRE(blocked.elempack == pack);
+        for (int threads : {1, 4}) {
+          INFO("extents " << join(e) << " lanes " << pack << " threads " << threads);
+          std::vector<Mat> out(1);
+          REQUIRE(out[0].create(h.out_shapes[0]));
+          h.forward({blocked}, out, threads);
+          CHECK(lt::same_bits(lt::logical(out[0]), want));
+          ++runs;
+        }
+      }
+    }
+    CHECK(runs == 2 * (3 + 3 + 3 + 3));
+    // Any other order keeps its input planar.
+    kestrel::fb::PermuteParamT p;
+    p.order = {2, 0, 1};
+    lt::Harness other("Permute", p);
+    REQUIRE(other.prepare({Shape::make3(4, 4, 8)}).ok());
+    CHECK(other.layer->set_packs(1, 1, true, true));
+    CHECK_FALSE(other.layer->set_packs(4, 1, true, true));
   }
 }

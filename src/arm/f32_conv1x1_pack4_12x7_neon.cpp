@@ -192,6 +192,8 @@ void run_range(const conv_pack4::Args& a, const Plan& pl, const float* act, size
       run_blocks<Body::kWhole32>(lp, bl, epi);
     } else if (lp.skip == 0) {
       run_blocks<Body::kWhole16>(lp, bl, epi);
+    } else if (lp.skip == t12::kBodySteps / 2) {
+      run_blocks<Body::kHalf>(lp, bl, epi);
     } else {
       run_blocks<Body::kEntered>(lp, bl, epi);
     }

@@ -51,7 +51,9 @@ constexpr size_t kLongBodySteps = 32;
 constexpr size_t step_instructions(int n) { return (n > 4 ? 2 : 1) + kGroups * (1 + 4 * n); }
 constexpr size_t step_bytes(int n) { return 4 * step_instructions(n); }
 
-enum class Body { kEntered, kWhole16, kWhole32 };
+// kHalf: kb % 16 == 8 (K = 32: the 1x1 after a stem of 32 channels), the body entered
+// at its step 8 by a plain branch, not the computed one (2 instructions a tile fewer).
+enum class Body { kEntered, kHalf, kWhole16, kWhole32 };
 // The activation the tile applies before its store (any other: stored linear).
 enum class Act { kNone = 0, kReLU = 1, kClip = 2, kLeaky = 3 };
 
@@ -142,7 +144,7 @@ constexpr size_t block_floats(size_t kb) { return kBiasFloats + kb * kStepWeight
 #define KC12_TILE(ENTER, MORE, NEXT)                                                                          \
   asm volatile(".set kc12_n, %c[np]" KC12_NL ".set kc12_act, %c[ak]" KC12_NL KC12_BIAS ENTER                   \
                ".Lkc12_body%=:" KC12_NL KC12_STEP ".Lkc12_step1%=:" KC12_NL KC12_STEP KC12_STEP KC12_STEP      \
-               KC12_STEP4 KC12_STEP4 KC12_STEP4 MORE "cmp %[w], %[wend]" KC12_NL "b.ne .Lkc12_body%=" KC12_NL  \
+               KC12_STEP4 ".Lkc12_step8%=:" KC12_NL KC12_STEP4 KC12_STEP4 MORE "cmp %[w], %[wend]" KC12_NL "b.ne .Lkc12_body%=" KC12_NL  \
                ".if .Lkc12_step1%= - .Lkc12_body%= - %c[sb]" KC12_NL                                           \
                ".error \"step_bytes() is not the size of a step\"" KC12_NL ".endif" KC12_NL NEXT KC12_ACTIVATE \
                KC12_STORE                                                                                      \
@@ -171,6 +173,8 @@ __attribute__((always_inline)) inline void tile(const Loop& lp, const float* w, 
     KC12_TILE("", KC12_STEP16, "add %[x], %[x], %[xn]" KC12_NL);
   } else if constexpr (kBody == Body::kWhole16) {
     KC12_TILE("", "", "add %[x], %[x], %[xn]" KC12_NL);
+  } else if constexpr (kBody == Body::kHalf) {
+    KC12_TILE("b .Lkc12_step8%=" KC12_NL, "", "add %[x], %[x], %[xn]" KC12_NL);
   } else if constexpr (N == kTilePixels) {
     KC12_TILE(KC12_ENTER, "", "add %[x], %[x], %[xn]" KC12_NL);
   } else {

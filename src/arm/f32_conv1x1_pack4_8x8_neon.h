@@ -124,7 +124,7 @@ struct Loop {
       KP4_STEP(LOAD_X, LANE)                                                                           \
       ".Lkp4_step1%=:\n\t"                                                                             \
       KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE) KP4_STEP(LOAD_X, LANE)                             \
-      KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE)                          \
+      KP4_STEP4(LOAD_X, LANE) ".Lkp4_step8%=:\n\t" KP4_STEP4(LOAD_X, LANE) KP4_STEP4(LOAD_X, LANE)       \
       MORE                                                                                             \
       "cmp %[w], %[wend]\n\t"                                                                          \
       "b.ne .Lkp4_body%=\n\t"                                                                          \
@@ -150,7 +150,9 @@ struct Loop {
 
 // How a tile's K loop starts: entered part-way (any kb), or at the start of the body
 // of 16 steps (kb % 16 == 0) or of 32 (kb % 32 == 0; 8-pixel tiles only).
-enum class Body { kEntered, kWhole16, kWhole32 };
+// kHalf: kb % 16 == 8, entered at step 8 by a plain branch (2 instructions a tile
+// fewer than the computed one).
+enum class Body { kEntered, kHalf, kWhole16, kWhole32 };
 
 // w: the block's weights (kb * 128 bytes), bias: its broadcast bias ([2][8][4]); x:
 // the tile's first pixel in row 0, moved on: 8 pixels, to the next 8-pixel tile
@@ -168,6 +170,8 @@ __attribute__((always_inline)) inline Acc8x8 tile(const Loop& lp, const float* w
   static_assert(P == 8 || kBody == Body::kEntered, "whole bodies for 8-pixel tiles");
   if constexpr (kBody == Body::kWhole32) {
     KP4_TILE(KP4_BIAS8, "", KP4_LOAD_X8, KP4_LANE8, KP4_STEP16(KP4_LOAD_X8, KP4_LANE8), "add %[x], %[x], %[xn]\n\t");
+  } else if constexpr (kBody == Body::kHalf) {
+    KP4_TILE(KP4_BIAS8, "b .Lkp4_step8%=\n\t", KP4_LOAD_X8, KP4_LANE8, "", "add %[x], %[x], %[xn]\n\t");
   } else if constexpr (kBody == Body::kWhole16) {
     KP4_TILE(KP4_BIAS8, "", KP4_LOAD_X8, KP4_LANE8, "", "add %[x], %[x], %[xn]\n\t");
   } else if constexpr (P == 8) {

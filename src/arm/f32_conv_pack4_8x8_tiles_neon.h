@@ -312,59 +312,66 @@ inline void run_blocks(const Loop& lp, const Blocks& bl, const Epi& epi) {
     run_blocks_pack4<Body::kWhole32>(lp, bl, epi);
   } else if (lp.skip == 0) {
     run_blocks_pack4<Body::kWhole16>(lp, bl, epi);
+  } else if (lp.skip == kBodySteps / 2) {
+    run_blocks_pack4<Body::kHalf>(lp, bl, epi);
   } else {
     run_blocks_pack4<Body::kEntered>(lp, bl, epi);
   }
 }
 
-// Tiles [t0, t1) of output-channel block b. A block of 8 channels runs the assembly
-// tiles (8 pixels, and a last 4 or 1), the activation fused on their registers; a
-// last block of 4 channels and other pixel counts run tile_any through a buffer.
+// Tiles [t0, t1) of output-channel blocks [b0, b1). A block of 8 channels runs the
+// assembly tiles (8 pixels, and a last 4 or 1), the activation fused on their
+// registers; a last block of 4 channels and other pixel counts run tile_any through a
+// buffer. The blocks loop here, not in the caller: a planar output's work items are
+// single tiles where K is long (SSD's heads: 1 tile, 8 blocks), and a call per block
+// cost ~150 instructions of set-up a tile.
 template <int kOutPack, class Epi>
-__attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b, size_t t0, size_t t1,
+__attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b0, size_t b1, size_t t0, size_t t1,
                                          const Epi& epi) {
   // Locals, not a's and pl's members: the assembly's memory clobber would have GCC
   // load those again for every tile.
   const size_t full = pl.full, out_cstep = a.out_cstep;
   const int rest = pl.rest;
   const Loop lp(pl.kb, a.xstep);
-  const int rows = static_cast<int>(std::min<size_t>(kBlockOut, a.out_c - b * kBlockOut));
-  const int halves = rows > kLanes ? 2 : 1;
-  const float* w = a.weights + b * block_floats(pl.kb, 2);
-  const float* bias = w + pl.kb * kLanes * kLanes * halves;
   const float* in = a.x;
   constexpr size_t kOutPx = kOutPack == kLanes ? kLanes : 1;
-  // The block's first output channel (pack4: its first block of 4).
-  float* out = a.out + b * (kBlockOut / kOutPx) * out_cstep;
   alignas(16) float buf[2 * kTilePixels * kLanes];
-  const bool asm_tiles = halves == 2;
-  const size_t fast_end = asm_tiles ? std::max(t0, std::min(t1, full)) : t0;
-  if constexpr (kOutPack == kLanes) {
-    if (fast_end > t0) {
-      const size_t first = t0 * kTilePixels * kLanes;
-      run_blocks(lp, Blocks{w, 0, in + first, out + first, out_cstep, 1, fast_end - t0, 0}, epi);
-    }
-  } else {
-    const float* x = in + t0 * kTilePixels * kLanes;
-    for (size_t t = t0; t < fast_end; ++t) {
-      store_tile<8, kOutPack>(tile<8>(lp, w, x, bias), rows, out + t * kTilePixels * kOutPx, out_cstep, epi, buf);
-    }
-  }
-  for (size_t t = fast_end; t < t1; ++t) {
-    const int n = t < full ? kTilePixels : rest;
-    const float* xt = in + t * kTilePixels * kLanes;
-    float* o = out + t * kTilePixels * kOutPx;
-    if (asm_tiles && n == 4) {
-      store_tile<4, kOutPack>(tile<4>(lp, w, xt, bias), rows, o, out_cstep, epi, buf);
-    } else if (asm_tiles && n == 1) {
-      store_tile<1, kOutPack>(tile<1>(lp, w, xt, bias), rows, o, out_cstep, epi, buf);
-    } else {
-      if (halves == 2) {
-        tile_any_n<2>(n, pl.kb, w, xt, a.xstep, bias, buf);
-      } else {
-        tile_any_n<1>(n, pl.kb, w, xt, a.xstep, bias, buf);
+  for (size_t b = b0; b < b1; ++b) {
+    const int rows = static_cast<int>(std::min<size_t>(kBlockOut, a.out_c - b * kBlockOut));
+    const int halves = rows > kLanes ? 2 : 1;
+    const float* w = a.weights + b * block_floats(pl.kb, 2);
+    const float* bias = w + pl.kb * kLanes * kLanes * halves;
+    // The block's first output channel (pack4: its first block of 4).
+    float* out = a.out + b * (kBlockOut / kOutPx) * out_cstep;
+    const bool asm_tiles = halves == 2;
+    const size_t fast_end = asm_tiles ? std::max(t0, std::min(t1, full)) : t0;
+    if constexpr (kOutPack == kLanes) {
+      if (fast_end > t0) {
+        const size_t first = t0 * kTilePixels * kLanes;
+        run_blocks(lp, Blocks{w, 0, in + first, out + first, out_cstep, 1, fast_end - t0, 0}, epi);
       }
-      store_from(buf, n, rows, kOutPack, o, out_cstep, epi);
+    } else {
+      const float* x = in + t0 * kTilePixels * kLanes;
+      for (size_t t = t0; t < fast_end; ++t) {
+        store_tile<8, kOutPack>(tile<8>(lp, w, x, bias), rows, out + t * kTilePixels * kOutPx, out_cstep, epi, buf);
+      }
+    }
+    for (size_t t = fast_end; t < t1; ++t) {
+      const int n = t < full ? kTilePixels : rest;
+      const float* xt = in + t * kTilePixels * kLanes;
+      float* o = out + t * kTilePixels * kOutPx;
+      if (asm_tiles && n == 4) {
+        store_tile<4, kOutPack>(tile<4>(lp, w, xt, bias), rows, o, out_cstep, epi, buf);
+      } else if (asm_tiles && n == 1) {
+        store_tile<1, kOutPack>(tile<1>(lp, w, xt, bias), rows, o, out_cstep, epi, buf);
+      } else {
+        if (halves == 2) {
+          tile_any_n<2>(n, pl.kb, w, xt, a.xstep, bias, buf);
+        } else {
+          tile_any_n<1>(n, pl.kb, w, xt, a.xstep, bias, buf);
+        }
+        store_from(buf, n, rows, kOutPack, o, out_cstep, epi);
+      }
     }
   }
 }
@@ -392,10 +399,10 @@ void run_range(const Args& a, const Plan& pl, size_t i0, size_t i1, const Epi& e
                       a.out_cstep, fast_blocks, std::min(t1, full) - t0, has_rest && asm_rest ? pl.rest : 0};
       run_blocks(lp, bl, epi);
       if (has_rest && !asm_rest) {
-        for (size_t b = b0; b < b0 + fast_blocks; ++b) run_tiles<kOutPack>(a, pl, b, full, t1, epi);
+        run_tiles<kOutPack>(a, pl, b0, b0 + fast_blocks, full, t1, epi);
       }
     }
-    for (size_t b = b0 + fast_blocks; b < b1; ++b) run_tiles<kOutPack>(a, pl, b, t0, t1, epi);
+    if (b0 + fast_blocks < b1) run_tiles<kOutPack>(a, pl, b0 + fast_blocks, b1, t0, t1, epi);
     i += b1 - b0;
   }
 }

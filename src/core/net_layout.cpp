@@ -16,6 +16,7 @@
 #include "core/net_layout.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 namespace kestrel {
@@ -143,11 +144,14 @@ void choose_blocked_layouts(NetImpl& net) {
   // windowed pooling takes blocks in and out).
   constexpr size_t kMaxChain = 4;
   // Adds the groups that the re-targetable layers reading group r write, unless blocked,
-  // added already or never to be blocked (a network output, a map a Permute reads: an
-  // SSD feature map's 1x1 heads write such maps, and would fill the chain), to roots,
-  // and their blobs to blobs.
+  // added already or never to be blocked (a network output, a map a Flatten reads, one
+  // whose channels no lane count divides: an SSD feature map's 1x1 heads write such
+  // maps, and would fill the chain), to roots, and their blobs to blobs.
   auto ever_blockable = [&](int r) {
     std::vector<int> layers;
+    for (int b : groups[r]) {
+      if (net.blob_shapes[b].c % kLanes[std::size(kLanes) - 1].w != 0) return false;
+    }
     return set_layers(net, groups[r], &layers);
   };
   auto add_written = [&](int r, std::vector<int>* roots, std::vector<int>* blobs) {

@@ -68,7 +68,8 @@ class Permute final : public Layer {
     return Status::Ok();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
+    fast_ = ctx.kernels == KernelSet::kFast;
     Status s = layer_util::check_io("Permute", inputs, 1, 1, outputs);
     if (!s.ok()) return s;
     if (inputs[0].dims != static_cast<int>(order_.size())) {
@@ -82,8 +83,27 @@ class Permute final : public Layer {
     return Status::Ok();
   }
 
+  // A channel-blocked input (Layer::set_packs) where the order moves the channels of a
+  // 3-D map innermost, (1, 2, 0): SSD's heads, whose 1x1 convolutions then write their
+  // blocks as the tiles hold them, and each pixel's channels here are the blocks'
+  // vectors side by side, copied whole.
+  bool set_packs(int in_pack, int out_pack, bool /*rechoose*/, bool dry_run) override {
+    if (!fast_ || out_pack != 1) return false;
+    if (in_pack == in_pack_) return true;
+    const bool channels_last = order_ == std::vector<int>{1, 2, 0};
+    if (!channels_last || (in_pack != 1 && in_pack != 4 && in_pack != 8 && in_pack != 16)) return false;
+    if (!dry_run) in_pack_ = in_pack;
+    return true;
+  }
+
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
+    switch (inputs[0].elempack) {
+      case 4: return copy_blocks<4>(inputs[0], outputs[0], ctx.num_threads);
+      case 8: return copy_blocks<8>(inputs[0], outputs[0], ctx.num_threads);
+      case 16: return copy_blocks<16>(inputs[0], outputs[0], ctx.num_threads);
+      default: break;
+    }
     const AxisView iv = layer_util::axis_view(inputs[0]);
     // The input seen through the permutation: reading it in output order is the copy.
     AxisView pv = iv;
@@ -122,7 +142,27 @@ class Permute final : public Layer {
   }
 
  private:
+  // [H][W][C] from C / P blocks of H x W pixel vectors (order (1, 2, 0), set_packs).
+  template <int P>
+  static Status copy_blocks(const Mat& in, Mat& out, int num_threads) {
+    // By value: through references GCC reloaded the Mats' fields after every store.
+    const int blocks = in.c, w = in.w;
+    const size_t channels = static_cast<size_t>(blocks) * P, in_cstep = in.cstep, out_cstep = out.cstep;
+    const float* const in_data = in.data;
+    float* const out_data = out.data;
+    parallel_for(num_threads, in.h, [=](long long y) {
+      const float* src = in_data + static_cast<size_t>(y) * w * P;
+      float* dst = out_data + static_cast<size_t>(y) * out_cstep;
+      for (int x = 0; x < w; ++x, src += P, dst += channels) {
+        for (int b = 0; b < blocks; ++b) std::memcpy(dst + b * P, src + b * in_cstep, P * sizeof(float));
+      }
+    });
+    return Status::Ok();
+  }
+
   std::vector<int> order_;
+  bool fast_ = false;  // fast kernels (prepare): only then re-targeted
+  int in_pack_ = 1;
 };
 
 }  // namespace
