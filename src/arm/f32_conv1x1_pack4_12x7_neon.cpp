@@ -31,8 +31,6 @@ using t12::Body;
 
 constexpr int kLanes = 4;
 constexpr size_t kPixelFloats = t12::kTilePixels * kLanes;  // a 7-pixel tile's floats per block
-// Input bytes of a run of tiles (a work item), as the 8 x 8 driver's.
-constexpr size_t kRunInputBytes = 16384;
 
 // Output channels in 12-channel blocks and the rest, for out_c % 4 == 0.
 struct Split {
@@ -97,24 +95,7 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-struct Plan {
-  size_t kb, pixels, full, tiles, nblocks, run_tiles, runs;
-  int rest;
-  Plan(size_t kb_, size_t pixels_, int blocks)
-      : kb(kb_),
-        pixels(pixels_),
-        full(pixels / t12::kTilePixels),
-        tiles((pixels + t12::kTilePixels - 1) / t12::kTilePixels),
-        nblocks(static_cast<size_t>(blocks)),
-        rest(static_cast<int>(pixels % t12::kTilePixels)) {
-    // As the 8 x 8 driver: a block over every tile where the weights outweigh the
-    // input, else runs of tiles whose input stays in L1 while the blocks pass over it.
-    const bool weight_major = nblocks * t12::kBlockOut > pixels;
-    run_tiles = weight_major ? tiles
-                             : std::clamp<size_t>(kRunInputBytes / (kb * kPixelFloats * sizeof(float)), 1, tiles);
-    runs = (tiles + run_tiles - 1) / run_tiles;
-  }
-};
+using Plan = conv_pack4::TilePlan<t12::kTilePixels, t12::kBlockOut>;
 
 // The tile's activation: ReLU, Clip and LeakyReLU in its assembly, any other applied
 // to the values stored (Epilogue::finish).
@@ -205,7 +186,7 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
          const KernelContext& ctx) {
   const size_t kb = in_blocks(g), pixels = static_cast<size_t>(g.out_h) * g.out_w;
   const Split s = split(g.out_c);
-  const Plan pl(kb, pixels, s.blocks);
+  const Plan pl(kb, pixels, static_cast<size_t>(s.blocks));
   const conv_pack4::Args a{s.blocks * t12::kBlockOut, packed, in, in_cstep, out, out_cstep};
   // The rest: 8 x 8 blocks after the 12-channel ones, in weights and in the output.
   const size_t first = static_cast<size_t>(s.blocks) * t12::kGroups;

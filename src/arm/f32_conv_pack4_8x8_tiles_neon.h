@@ -112,34 +112,41 @@ inline void gather_block_row(const float* in, size_t in_cstep, int in_pack, int 
 
 // --- work items ----------------------------------------------------------------------
 
-struct Plan {
+// Work items over tiles of kPixels pixels x kChannels output channels (the 8 x 8 tiles
+// here; the 12 x 7 ones of f32_conv1x1_pack4_12x7_neon.cpp too).
+template <int kPixels, int kChannels>
+struct TilePlan {
   size_t kb;         // blocks of 4 rows of X
   size_t pixels;     // output pixels
-  size_t full;       // 8-pixel tiles
+  size_t full;       // whole tiles
   int rest;          // pixels of the last tile (0: none)
   size_t tiles;      // full + (rest > 0)
   size_t nblocks;    // output-channel blocks
   size_t run_tiles;  // tiles per work item
   size_t runs;       // runs of tiles per block
 
-  Plan(size_t kb_, size_t pixels_, int out_c)
+  TilePlan(size_t kb_, size_t pixels_, size_t nblocks_)
       : kb(kb_),
         pixels(pixels_),
-        full(pixels / kTilePixels),
-        rest(static_cast<int>(pixels % kTilePixels)),
+        full(pixels / kPixels),
+        rest(static_cast<int>(pixels % kPixels)),
         tiles(full + (rest > 0)),
-        nblocks(out_blocks(out_c)) {
+        nblocks(nblocks_) {
     // Stream the larger operand once and re-read the smaller one from cache. Where the
     // weights outweigh the input (deep layers on small maps) an item is a block over
-    // every tile, its weights (8 * kb * 16 bytes) staying in L1; else an item is a run
-    // of tiles whose input (kb * 128 bytes a tile) stays in L1 while the blocks, in
-    // the inner order of the items, pass over it.
-    const bool weight_major = nblocks * kBlockOut > pixels;
+    // every tile, its weights staying in L1; else an item is a run of tiles whose input
+    // (kb * kPixels * 16 bytes) stays in L1 while the blocks, in the inner order of the
+    // items, pass over it.
+    const bool weight_major = nblocks * kChannels > pixels;
     run_tiles = weight_major
                     ? tiles
-                    : std::clamp<size_t>(kRunInputBytes / (kb * kLanes * kTilePixels * sizeof(float)), 1, tiles);
+                    : std::clamp<size_t>(kRunInputBytes / (kb * kLanes * kPixels * sizeof(float)), 1, tiles);
     runs = (tiles + run_tiles - 1) / run_tiles;
   }
+};
+
+struct Plan : TilePlan<kTilePixels, kBlockOut> {
+  Plan(size_t kb_, size_t pixels_, int out_c) : TilePlan(kb_, pixels_, out_blocks(out_c)) {}
 };
 
 struct Args {
