@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -421,6 +422,7 @@ struct SmallModel {
   std::vector<int64_t> conv_w{3, 2, 3, 3};
   size_t conv_w_count = 0;  // 0: as the shape says
   std::vector<int64_t> fc_w{5, 48};
+  std::optional<float> fc_w_first;  // replaces the fc weights' first value
 };
 
 inline void write_small_model(const std::string& path, const SmallModel& m) {
@@ -441,6 +443,7 @@ inline void write_small_model(const std::string& path, const SmallModel& m) {
     fc->set_name("fc1");
     fc->set_type("InnerProduct");
     add_blob(fc, m.fc_w, prod(m.fc_w));
+    if (m.fc_w_first) fc->mutable_blobs(0)->set_data(0, *m.fc_w_first);
     add_blob(fc, {5}, 5);
   }
   std::ofstream f(path, std::ios::binary);

@@ -1,6 +1,7 @@
 // kestrel-bench: latency and memory of a .kst model on seeded random input (or inputs
 // read from .npy files, so that peers can be timed on the same data).
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -162,6 +163,14 @@ std::string json_str(const std::string& v) {
   return o + "\"";
 }
 
+// The process's resident set now (VmRSS), in KiB; 0 where /proc is absent.
+long resident_kib() {
+  std::ifstream f("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  if (!(f >> pages_total >> pages_resident)) return 0;
+  return pages_resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 class Bench {
  public:
   explicit Bench(const Args& a) : a_(a) {}
@@ -174,7 +183,10 @@ class Bench {
     net_.option().blocked_layout = a_.blocked;
     net_.option().memory = a_.memory;
     for (const auto& [name, shape] : a_.shapes) net_.set_input_shape(name, shape);
+    const auto t0 = std::chrono::steady_clock::now();
     kestrel::Status s = net_.load(a_.model);
+    load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rss_after_load_kib_ = resident_kib();
     if (!s.ok()) return fail(s.message());
     return make_inputs();
   }
@@ -288,6 +300,8 @@ class Bench {
   std::vector<std::string> in_names_, out_names_;
   std::vector<kestrel::Mat> inputs_, outs_;
   std::vector<double> ms_;
+  double load_ms_ = 0;
+  long rss_after_load_kib_ = 0;
   kestrel::MemoryStats stats_;
   LayerTimes times_;
   double peak_gflops_ = 0;
@@ -361,7 +375,10 @@ void Bench::print() const {
               mib(st.lower_bound_bytes));
   std::printf("allocations      %.2f system allocations per inference (%zu pool hits)\n",
               static_cast<double>(st.system_allocations) / a_.loops, st.pool_hits);
-  std::printf("weights          %.2f MiB\n", mib(net_.weight_bytes()));
+  std::printf("weights          %.2f MiB held (model file: %.2f MiB)\n", mib(net_.weight_bytes()),
+              mib(net_.model_weight_bytes()));
+  std::printf("load             %.1f ms, RSS after load %.2f MiB\n", load_ms_,
+              static_cast<double>(rss_after_load_kib_) / 1024.0);
   std::printf("peak RSS         %.2f MiB\n", static_cast<double>(self_usage().ru_maxrss) / 1024.0);
   if (a_.insn_marks) {
     // Tab-separated, the name last: insn_count.py maps the k-th mark after an
@@ -423,7 +440,9 @@ bool Bench::write_json() const {
     << ", \"peak_held_bytes\": " << st.peak_held_bytes << ", \"peak_in_use_bytes\": " << st.peak_in_use_bytes
     << ", \"planned_bytes\": " << st.planned_bytes << ", \"lower_bound_bytes\": " << st.lower_bound_bytes
     << ", \"system_allocations_per_inference\": " << static_cast<double>(st.system_allocations) / a_.loops
-    << ", \"weight_bytes\": " << net_.weight_bytes() << ", \"peak_rss_kib\": " << self_usage().ru_maxrss;
+    << ", \"weight_bytes\": " << net_.weight_bytes() << ", \"model_weight_bytes\": " << net_.model_weight_bytes()
+    << ", \"load_ms\": " << load_ms_ << ", \"rss_after_load_kib\": " << rss_after_load_kib_
+    << ", \"peak_rss_kib\": " << self_usage().ru_maxrss;
   if (a_.profile) {
     j << ", \"fma_peak_gflops\": " << peak_gflops_ << ", \"layers\": [";
     bool first = true;

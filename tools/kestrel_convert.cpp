@@ -4,13 +4,16 @@
 //     --input-shape NAME=1,C,H,W   override a declared input shape (batch must be 1)
 //     --meta KEY=VALUE             store metadata in the model (repeatable)
 //     --no-optimize                write the graph layer for layer, unoptimized
+//     --weights fp16|fp32|source   weight storage (default source: F16 where the source
+//                                  stored fp16, the TF.js models)
 //   kestrel-convert onnx MODEL.onnx OUT.kst [options]   (same options; symbolic dims
 //     need --input-shape)
 //   kestrel-convert tfjs MODEL.json OUT.kst [options] [--outputs NAME,...]   (a TF.js
 //     graph model; --input-shape takes the TF shape, 1,H,W,C; --outputs says where the
 //     graph is cut, by default where only post-processing ops follow)
-//   kestrel-convert kst MODEL.kst OUT.kst|OUT.h [--emit-c-array NAME]   (verifies an
-//     existing model and writes it again, or as a header)
+//   kestrel-convert kst MODEL.kst OUT.kst|OUT.h [--emit-c-array NAME] [--weights ...]
+//     (verifies an existing model and writes it again, or as a header, with its
+//     weights stored as --weights says)
 //   --emit-c-array NAME (any format): OUT is a C/C++ header holding the model bytes as
 //     a 64-byte aligned array NAME and its size NAME_size, for Net::load(ptr, size)
 //     without a file system or a copy.
@@ -52,12 +55,15 @@ void print_usage(std::ostream& out) {
   out << "usage: kestrel-convert caffe NET.prototxt NET.caffemodel OUT.kst [options]\n"
          "       kestrel-convert onnx MODEL.onnx OUT.kst [options]\n"
          "       kestrel-convert tfjs MODEL.json OUT.kst [options] [--outputs NAME,...]\n"
-         "       kestrel-convert kst MODEL.kst OUT.kst [--emit-c-array NAME]\n"
+         "       kestrel-convert kst MODEL.kst OUT.kst [--emit-c-array NAME] [--weights ...]\n"
          "options:\n"
          "  --emit-c-array NAME         write OUT as a C/C++ header: the model as a 64-byte\n"
          "                              aligned array NAME[] and its size NAME_size\n"
          "  --input-shape NAME=1,C,H,W  override a declared input shape (batch must be 1)\n"
          "  --meta KEY=VALUE            store metadata in the model (repeatable)\n"
+         "  --weights fp16|fp32|source  store weights as IEEE halves (half the file and the\n"
+         "                              resident weights), as fp32, or as the source did\n"
+         "                              (default: fp16 where the source stored fp16, TF.js)\n"
          "  --no-optimize               skip the graph optimizer\n"
          "  --outputs NAME,...          tfjs: the tensors to cut the graph at\n";
 }
@@ -69,6 +75,7 @@ struct Args {
   bool optimize = true;
   std::string c_array;  // --emit-c-array NAME; empty: write a .kst
   std::vector<std::string> outputs;  // --outputs (tfjs)
+  kc::WeightStorage weights = kc::WeightStorage::kSource;  // --weights
 };
 
 // "NAME=1,3,224,224"; false when malformed.
@@ -100,7 +107,8 @@ bool is_c_identifier(const std::string& s) {
 bool parse_args(int argc, char** argv, Args* args) {
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    const bool takes_value = a == "--input-shape" || a == "--meta" || a == "--emit-c-array" || a == "--outputs";
+    const bool takes_value =
+        a == "--input-shape" || a == "--meta" || a == "--emit-c-array" || a == "--outputs" || a == "--weights";
     if (takes_value && i + 1 >= argc) {
       std::cerr << "kestrel-convert: " << a << " needs a value\n";
       return false;
@@ -134,6 +142,18 @@ bool parse_args(int argc, char** argv, Args* args) {
       }
       if (args->outputs.empty()) {
         std::cerr << "kestrel-convert: --outputs wants NAME[,NAME...]\n";
+        return false;
+      }
+    } else if (a == "--weights") {
+      const std::string v = argv[++i];
+      if (v == "fp16") {
+        args->weights = kc::WeightStorage::kFp16;
+      } else if (v == "fp32") {
+        args->weights = kc::WeightStorage::kFp32;
+      } else if (v == "source") {
+        args->weights = kc::WeightStorage::kSource;
+      } else {
+        std::cerr << "kestrel-convert: --weights wants fp16, fp32 or source, got '" << v << "'\n";
         return false;
       }
     } else if (a == "--no-optimize") {
@@ -227,6 +247,7 @@ int optimize_and_write(kc::Graph& g, const Args& args, const std::string& out_pa
   kc::OptimizeReport report;
   Status s;
   if (args.optimize && !(s = kc::optimize(g, &report)).ok()) return fail(s);
+  if (!(s = kc::set_weight_storage(g, args.weights)).ok()) return fail(s);
   std::map<std::string, kestrel::Shape> shapes;
   if (!(s = kc::infer_shapes(g, &shapes)).ok()) return fail(s.with_context("the converted model does not load"));
 
@@ -325,6 +346,12 @@ int convert_kst(const Args& args) {
   if (!s.ok()) return fail(s);
   kestrel::Net net;
   if (!(s = net.load(bytes.data(), bytes.size())).ok()) return fail(s.with_context(in));
+  if (args.weights != kc::WeightStorage::kSource) {
+    std::string stored;
+    if (!(s = kc::set_weight_storage(bytes, args.weights, &stored)).ok()) return fail(s.with_context(in));
+    if (!(s = net.load(stored.data(), stored.size())).ok()) return fail(s.with_context("the rewritten model"));
+    bytes = std::move(stored);
+  }
   s = args.c_array.empty() ? write_atomically(out, bytes) : write_atomically(out, c_array_header(args.c_array, in, bytes));
   if (!s.ok()) return fail(s);
   std::printf("wrote %s (%zu bytes of model%s)\n", out.c_str(), bytes.size(),

@@ -1,6 +1,10 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <sstream>
 
 #include "core/half.h"
 #include "core/net_impl.h"
@@ -48,6 +52,81 @@ size_t Graph::weight_bytes() const {
     for (const Tensor& t : n.weights) b += t.data.size() * (t.half ? sizeof(uint16_t) : sizeof(float));
   }
   return b;
+}
+
+namespace {
+
+// Why `v` cannot be stored as an fp16 weight, or empty: NaN and infinities are refused,
+// and finite values beyond +-65504, which would round to infinity.
+std::string half_refusal(float v) {
+  constexpr float kHalfMax = 65504.f;
+  if (std::isfinite(v) && std::fabs(half_to_float(float_to_half(v))) <= kHalfMax) return std::string();
+  std::ostringstream m;
+  m << "holds " << v << (std::isfinite(v) ? ", beyond fp16's range of +-65504" : ", which fp16 weights refuse")
+    << "; store this model's weights as fp32";
+  return m.str();
+}
+
+}  // namespace
+
+Status set_weight_storage(Graph& g, WeightStorage storage) {
+  if (storage == WeightStorage::kFp16) {
+    // Check everything first: a failure leaves the graph as it was.
+    for (const Node& n : g.nodes) {
+      for (size_t i = 0; i < n.weights.size(); ++i) {
+        for (float v : n.weights[i].data) {
+          const std::string why = half_refusal(v);
+          if (why.empty()) continue;
+          return Status(ErrorCode::kInvalidArgument, "--weights fp16: weight " + std::to_string(i) + " of layer '" +
+                                                         n.name + "' (" + n.type + ") " + why);
+        }
+      }
+    }
+  }
+  for (Node& n : g.nodes) {
+    for (Tensor& t : n.weights) {
+      if (storage == WeightStorage::kFp32) t.half = false;
+      if (storage != WeightStorage::kFp16) continue;
+      for (float& v : t.data) v = half_to_float(float_to_half(v));
+      t.half = true;
+    }
+  }
+  return Status::Ok();
+}
+
+Status set_weight_storage(const std::string& in, WeightStorage storage, std::string* out) {
+  if (storage == WeightStorage::kSource) {
+    *out = in;
+    return Status::Ok();
+  }
+  std::unique_ptr<fb::ModelT> model(fb::GetModel(in.data())->UnPack());
+  for (auto& w : model->weights) {
+    const bool to_half = storage == WeightStorage::kFp16 && w->dtype == fb::DType::F32;
+    const bool to_float = storage == WeightStorage::kFp32 && w->dtype == fb::DType::F16;
+    if (!to_half && !to_float) continue;
+    std::vector<uint8_t> bytes(to_half ? w->data.size() / 2 : w->data.size() * 2);
+    for (size_t k = 0; k < (to_half ? w->data.size() / 4 : w->data.size() / 2); ++k) {
+      if (to_half) {
+        float v;
+        std::memcpy(&v, w->data.data() + 4 * k, 4);
+        const std::string why = half_refusal(v);
+        if (!why.empty()) return Status(ErrorCode::kInvalidArgument, "--weights fp16: weight '" + w->name + "' " + why);
+        const uint16_t h = float_to_half(v);
+        std::memcpy(bytes.data() + 2 * k, &h, 2);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, w->data.data() + 2 * k, 2);
+        const float v = half_to_float(h);
+        std::memcpy(bytes.data() + 4 * k, &v, 4);
+      }
+    }
+    w->data = std::move(bytes);
+    w->dtype = to_half ? fb::DType::F16 : fb::DType::F32;
+  }
+  flatbuffers::FlatBufferBuilder fbb(in.size());
+  fb::FinishModelBuffer(fbb, fb::Model::Pack(fbb, model.get()));
+  out->assign(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  return Status::Ok();
 }
 
 ModelBuilder to_builder(const Graph& g) {

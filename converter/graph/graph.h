@@ -57,6 +57,20 @@ struct Graph {
   size_t weight_bytes() const;
 };
 
+// How kestrel-convert stores weights (--weights): as the source did (F16 where every
+// value of a tensor the source stored as fp16 still is one), all fp32, or all fp16.
+enum class WeightStorage { kSource, kFp32, kFp16 };
+
+// Sets every tensor's storage. kFp16 rounds each value to the nearest half, and fails
+// naming the node and weight where a value is NaN, infinite or beyond fp16's range
+// (65504), the graph then unchanged.
+Status set_weight_storage(Graph& g, WeightStorage storage);
+
+// The bytes of a .kst model with its weights stored as `storage` asks (kSource: as
+// they are), into `out`; the same errors as set_weight_storage. `in` must have passed
+// Net::load.
+Status set_weight_storage(const std::string& in, WeightStorage storage, std::string* out);
+
 // Serializes the graph (every node becomes a layer; weights fp32, or F16 where
 // Tensor::half holds).
 ModelBuilder to_builder(const Graph& g);

@@ -89,7 +89,11 @@ class Net {
   // Free-form metadata written at conversion ("mean", "norm", "labels", "task").
   // Empty string when absent.
   std::string metadata(const std::string& key) const;
-  // Bytes of weights this Net uses: the model's weight bytes plus packed copies.
+  // Bytes of weights this Net holds: the kernels' packed copies plus the model's
+  // weights that layers read in place (fp32 copies of F16 ones). Of a model loaded from
+  // a file, the pages that hold only packed-away weights are given back at load (they
+  // read back from the file if touched); a buffer given to load(buffer, size), or its
+  // copy, is held whole and counts whole.
   size_t weight_bytes() const;
   // Bytes of weight data in the model file.
   size_t model_weight_bytes() const;

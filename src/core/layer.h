@@ -103,6 +103,12 @@ class Layer {
   // Bytes of weights this layer keeps beyond the model's own (packed copies).
   virtual size_t packed_weight_bytes() const { return 0; }
 
+  // False if forward() never reads weight i of LoadContext::weights, having copied what
+  // it needs into packed weights: the Net then gives back that weight's memory (a
+  // mapped model's pages; core/weight_release.h). A layer may still read it again in
+  // set_packs() (it faults back in). The default: read in place.
+  virtual bool reads_weight_in_place(size_t /*i*/) const { return true; }
+
   size_t workspace_bytes = 0;
   size_t workspace_per_thread_bytes = 0;
   // Multiply-adds of one forward() at the prepared shapes, set by prepare() of the

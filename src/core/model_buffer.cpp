@@ -67,4 +67,15 @@ Status ModelBuffer::from_memory(const void* data, size_t size) {
   return Status::Ok();
 }
 
+size_t ModelBuffer::release(const uint8_t* p, size_t n) const {
+  if (kind_ != Kind::kMapped || n == 0) return 0;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end <= begin) return 0;
+  // Advice: where the kernel refuses, the pages just stay.
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) != 0) return 0;
+  return end - begin;
+}
+
 }  // namespace kestrel

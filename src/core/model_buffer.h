@@ -25,6 +25,13 @@ class ModelBuffer {
   size_t size() const { return size_; }
   bool borrowed() const { return kind_ == Kind::kBorrowed; }
 
+  // A mapped file's memory of the whole pages inside [p, p + n) goes back to the kernel
+  // (MADV_DONTNEED); returns their bytes. Safe at any time: such pages read back from
+  // the file when touched again. A copy or a caller's buffer is never touched (0).
+  size_t release(const uint8_t* p, size_t n) const;
+  // True for a mapped file, whose released pages read back from the file.
+  bool refaults() const { return kind_ == Kind::kMapped; }
+
  private:
   enum class Kind { kNone, kMapped, kCopied, kBorrowed };
   Kind kind_ = Kind::kNone;

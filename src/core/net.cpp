@@ -97,7 +97,7 @@ std::string Net::metadata(const std::string& key) const {
 }
 
 size_t Net::weight_bytes() const {
-  return impl_ ? impl_->model_weight_bytes + impl_->packed_weight_bytes : 0;
+  return impl_ ? impl_->resident_weight_bytes : 0;
 }
 size_t Net::model_weight_bytes() const { return impl_ ? impl_->model_weight_bytes : 0; }
 size_t Net::planned_bytes() const { return impl_ ? impl_->plan_arena_bytes : 0; }

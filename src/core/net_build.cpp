@@ -10,6 +10,7 @@
 #include "core/net_fuse.h"
 #include "core/net_layout.h"
 #include "core/net_impl.h"
+#include "core/weight_release.h"
 
 namespace kestrel {
 
@@ -118,6 +119,7 @@ Status override_input_shapes(NetImpl& net, const std::map<std::string, Shape>& s
 Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
   const fb::Model& m = *net.model;
   if (!m.weights()) return Status::Ok();
+  net.model_weights.resize(m.weights()->size());
   for (size_t i = 0; i < m.weights()->size(); ++i) {
     const fb::Weight* w = m.weights()->Get(static_cast<flatbuffers::uoffset_t>(i));
     const std::string what = "weight #" + std::to_string(i) + " " + quoted(w->name());
@@ -155,10 +157,13 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
         wide[k] = half_to_float(h);
       }
       v.data = wide.data();
+      net.model_weights[i].widened = &wide;
     } else {
       v.data = reinterpret_cast<const float*>(w->data()->data());
     }
     v.count = count;
+    net.model_weights[i].bytes = w->data()->data();
+    net.model_weights[i].size = bytes;
     net.model_weight_bytes += bytes;
     views->push_back(std::move(v));
   }
@@ -171,6 +176,7 @@ Status read_layers(NetImpl& net) {
   const size_t nblobs = net.blob_names.size();
   const size_t nweights = m.weights() ? m.weights()->size() : 0;
   net.layers.resize(m.layers()->size());
+  net.prepared_layers.assign(m.layers()->size(), nullptr);
   for (size_t li = 0; li < m.layers()->size(); ++li) {
     const fb::Layer* fl = m.layers()->Get(static_cast<flatbuffers::uoffset_t>(li));
     NetLayer& L = net.layers[li];
@@ -196,8 +202,10 @@ Status read_layers(NetImpl& net) {
       L.tops.push_back(static_cast<int>(t));
     }
     if (fl->weights()) {
+      int pos = 0;
       for (uint32_t w : *fl->weights()) {
         if (w >= nweights) return corrupt(what + ": weight index " + std::to_string(w) + " out of range");
+        net.model_weights[w].users.emplace_back(static_cast<int>(li), pos++);
       }
     }
   }
@@ -290,6 +298,8 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
     net.max_workspace_per_thread_bytes =
         std::max(net.max_workspace_per_thread_bytes, L.impl->workspace_per_thread_bytes);
     net.packed_weight_bytes += L.impl->packed_weight_bytes();
+    net.prepared_layers[li] = L.impl.get();
+    release_packed_weights(net, li);
   }
   return Status::Ok();
 }
@@ -474,6 +484,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
     return Status::Ok();
   });
   if (!s.ok()) return s;
+  finish_weight_release(net);
   s = oom_names("planning memory", [&] {
     choose_inplace(net);
     choose_concat_aliases(net);

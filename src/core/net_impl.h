@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/layer.h"
@@ -67,6 +68,22 @@ struct NetImpl {
   std::deque<std::vector<float>> widened_weights;
   size_t model_weight_bytes = 0;
   size_t packed_weight_bytes = 0;
+
+  // Each weight of the model: its bytes in `buffer`, its fp32 copy (F16 weights) and
+  // the layers that use it, as (layer index in the model, position in that layer's
+  // weight list), for core/weight_release.cpp.
+  struct ModelWeight {
+    const uint8_t* bytes = nullptr;
+    size_t size = 0;
+    std::vector<float>* widened = nullptr;
+    std::vector<std::pair<int, int>> users;
+  };
+  std::vector<ModelWeight> model_weights;
+  // The layer objects by their index in the model, once prepared (fusion moves them
+  // into fused layers, where they live on with their packed weights).
+  std::vector<const Layer*> prepared_layers;
+  // Weight bytes held after the load: packed copies plus weights read in place.
+  size_t resident_weight_bytes = 0;
 
   // Zero-copy concatenation: for a blob that its producer writes straight into a
   // Concat's output, that output blob (else -1) and the byte offset of its channels.

@@ -19,6 +19,8 @@
 #include <iterator>
 #include <numeric>
 
+#include "core/weight_release.h"
+
 namespace kestrel {
 namespace {
 
@@ -123,6 +125,7 @@ void choose_blocked_layouts(NetImpl& net) {
       for (int b : blobs) all = all && net.blob_shapes[b].c % w == 0;
       if (!all || !retarget(lanes, true)) continue;
       retarget(lanes, false);
+      for (int li : layers) release_packed_weights(net, li);
       for (int b : blobs) {
         Shape& shape = net.blob_shapes[b];
         shape.c /= w;

@@ -76,6 +76,8 @@ class BatchNorm final : public Layer {
 
   bool supports_inplace() const override { return true; }
   size_t packed_weight_bytes() const override { return (a_.size() + b_.size()) * sizeof(float); }
+  // forward() reads the folded a_, b_ only.
+  bool reads_weight_in_place(size_t) const override { return false; }
 
  private:
   std::vector<float> a_, b_;  // per-channel multiplier and offset

@@ -76,6 +76,8 @@ class InnerProduct final : public Layer {
   }
 
   size_t packed_weight_bytes() const override { return kernel_ ? packed_.total() * sizeof(float) : 0; }
+  // A fast kernel's packing holds the weights and the bias.
+  bool reads_weight_in_place(size_t) const override { return !kernel_; }
 
  private:
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
