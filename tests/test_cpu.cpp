@@ -59,6 +59,24 @@ TEST_SUITE("cpu") {
     CHECK(in_order == (std::string(want) == "1"));
   }
 
+  // The same ctests (and cpu_fp16, under -cpu cortex-a76) say which extensions the
+  // CPU model has: fp16 arithmetic and int8 dot products on the A76, none before.
+  TEST_CASE("in-order cores and extensions: fp16, bf16, dot8 as the CPU model says (KESTREL_TEST_FEATURES)") {
+    using kestrel::kernels::Feature;
+    std::string host;
+    for (Feature f : {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8}) {
+      if (!kestrel::kernels::host_has(f)) continue;
+      host += (host.empty() ? "" : ",") + std::string(kestrel::kernels::feature_name(f));
+      // Only KESTREL_DISABLE or a level capped below the host's turns one off.
+      const bool capped = kestrel::kernels::active_isa() != kestrel::kernels::host_isa();
+      if (!kestrel::kernels::active_has(f)) CHECK((capped || std::getenv("KESTREL_DISABLE") != nullptr));
+    }
+    const char* want = std::getenv("KESTREL_TEST_FEATURES");
+    MESSAGE("extensions: host '" << host << "', active '" << std::string(kestrel::kernels::active_features()) << "'");
+    if (!want) return;
+    CHECK(std::string(kestrel::kernels::active_features()) == want);
+  }
+
   TEST_CASE("CpuSet is a value set with the kernel's cpulist spelling") {
     kestrel::CpuSet s = kestrel::CpuSet::of({5, 0, 1, 2, -1, kestrel::CpuSet::kMaxCpus});
     CHECK(s.count() == 4);

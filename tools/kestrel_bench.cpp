@@ -349,12 +349,14 @@ const char* memory_name(kestrel::MemoryStrategy m) {
 }
 
 std::string Bench::config() const {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "threads=%d light=%s fuse=%s blocked=%s memory=%s kernels=%s isa=%s loops=%d warmup=%d",
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "threads=%d light=%s fuse=%s blocked=%s memory=%s kernels=%s isa=%s features=%s loops=%d warmup=%d",
                 a_.threads, a_.light ? "on" : "off", a_.fuse ? "on" : "off", a_.blocked ? "on" : "off", memory_name(a_.memory), a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref",
                 a_.kernels == kestrel::KernelSet::kFast ? kestrel::kernels::isa_name(kestrel::kernels::active_isa())
                                                         : "ref",
-                a_.loops, a_.warmup);
+                kestrel::kernels::active_features()[0] ? kestrel::kernels::active_features() : "none", a_.loops,
+                a_.warmup);
   return buf;
 }
 

@@ -2,7 +2,8 @@
 // cores issue in order is read from each core's MIDR_EL1: Linux lists them under
 // /sys/devices/system/cpu/cpuN/regs/identification (every core of a big.LITTLE
 // board, online or not), else this core's through `mrs` (trapped and emulated by Linux
-// since 4.11 when HWCAP_CPUID says so, and by qemu-user for its -cpu model).
+// since 4.11 when HWCAP_CPUID says so, and by qemu-user for its -cpu model). The
+// extensions are the kernel's HWCAP bits (qemu-user sets them for its -cpu model too).
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -47,6 +48,18 @@ bool detect_in_order_cores() {
   uint64_t midr;
   asm("mrs %0, midr_el1" : "=r"(midr));
   return in_order(midr);
+}
+
+bool detect_feature(Feature f) {
+  // The bits of Linux's arch/arm64/include/uapi/asm/hwcap.h, which older C libraries'
+  // headers may lack.
+  constexpr unsigned long kHwcapAsimdHp = 1ul << 10, kHwcapAsimdDp = 1ul << 20, kHwcap2Bf16 = 1ul << 14;
+  switch (f) {
+    case Feature::kFp16Arith: return (getauxval(AT_HWCAP) & kHwcapAsimdHp) != 0;
+    case Feature::kDot8: return (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
+    case Feature::kBf16: return (getauxval(AT_HWCAP2) & kHwcap2Bf16) != 0;
+  }
+  return false;
 }
 
 }  // namespace kestrel::kernels::detail

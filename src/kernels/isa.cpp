@@ -50,6 +50,60 @@ Isa active_isa() {
   return isa;
 }
 
+const char* feature_name(Feature f) {
+  switch (f) {
+    case Feature::kFp16Arith: return "fp16";
+    case Feature::kBf16: return "bf16";
+    default: return "dot8";
+  }
+}
+
+namespace {
+
+constexpr Feature kFeatures[] = {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8};
+
+struct FeatureSet {
+  bool host[3] = {};
+  bool active[3] = {};
+  char text[32] = {};
+};
+
+// Each name of KESTREL_DISABLE, a comma-separated list, checked against the known ones.
+bool listed(const char* list, const char* name) {
+  for (const char* p = list; *p;) {
+    const char* end = std::strchr(p, ',');
+    const size_t n = end ? static_cast<size_t>(end - p) : std::strlen(p);
+    if (n == std::strlen(name) && std::strncmp(p, name, n) == 0) return true;
+    p += n + (end ? 1 : 0);
+  }
+  return false;
+}
+
+const FeatureSet& features() {
+  static const FeatureSet set = [] {
+    FeatureSet s;
+    const char* off = std::getenv("KESTREL_DISABLE");
+    // A level capped below the host's means a plain CPU of that level: no extensions.
+    const bool capped = active_isa() != host_isa();
+    for (Feature f : kFeatures) {
+      const int i = static_cast<int>(f);
+      s.host[i] = detail::detect_feature(f);
+      s.active[i] = s.host[i] && !capped && !(off && listed(off, feature_name(f)));
+      if (!s.active[i]) continue;
+      if (s.text[0]) std::strncat(s.text, ",", sizeof s.text - std::strlen(s.text) - 1);
+      std::strncat(s.text, feature_name(f), sizeof s.text - std::strlen(s.text) - 1);
+    }
+    return s;
+  }();
+  return set;
+}
+
+}  // namespace
+
+bool host_has(Feature f) { return features().host[static_cast<int>(f)]; }
+bool active_has(Feature f) { return features().active[static_cast<int>(f)]; }
+const char* active_features() { return features().text; }
+
 bool isa_allows(Isa active, Isa kernel) {
   if (kernel == Isa::kRef) return true;
   // NEON and the x86 levels never mix: one binary holds one architecture's kernels.

@@ -29,12 +29,34 @@ bool isa_allows(Isa active, Isa kernel);
 // where it cannot be told.
 bool host_has_in_order_cores();
 
+// Extensions beyond a level that some kernels need, each detected once:
+// - kFp16Arith: fp16 vector arithmetic (aarch64 ARMv8.2 FEAT_FP16, HWCAP asimdhp:
+//   Cortex-A55/A75/A76/A78; x86 AVX512-FP16: Sapphire Rapids);
+// - kBf16: bf16 dot products (x86 AVX512-BF16; aarch64 FEAT_BF16, HWCAP2 bf16);
+// - kDot8: int8 dot products (aarch64 dotprod, HWCAP asimddp; x86 AVX512-VNNI or
+//   AVX-VNNI).
+enum class Feature { kFp16Arith, kBf16, kDot8 };
+
+const char* feature_name(Feature f);  // "fp16", "bf16", "dot8"
+
+// What this CPU has, regardless of the environment.
+bool host_has(Feature f);
+
+// What kernels may use: host_has(f), and none where KESTREL_ISA names a level below
+// the host's, or where KESTREL_DISABLE lists the feature ("fp16", "bf16,dot8"): so
+// the kernels that do without it can be tested on the same CPU.
+bool active_has(Feature f);
+
+// The active features as text ("fp16,dot8"; "" for none), for tools and reports.
+const char* active_features();
+
 namespace detail {
 // Defined once per architecture (src/arm/cpu_arm.cpp, src/x86/cpu_x86.cpp,
 // src/kernels/cpu_generic.cpp): the CPU's highest level, and whether any core issues
 // in order.
 Isa detect_host_isa();
 bool detect_in_order_cores();
+bool detect_feature(Feature f);
 }  // namespace detail
 
 }  // namespace kestrel::kernels

@@ -1,5 +1,7 @@
 // x86-64: CPUID through GCC's builtins (which also check that the OS saves the
 // AVX/AVX-512 register state).
+#include <cpuid.h>
+
 #include "kernels/isa.h"
 
 namespace kestrel::kernels::detail {
@@ -14,5 +16,23 @@ Isa detect_host_isa() {
 }
 
 bool detect_in_order_cores() { return false; }
+
+bool detect_feature(Feature f) {
+  // Leaf 7's subleaf 1 (AVX512-BF16, AVX-VNNI) is newer than GCC 12's builtins know.
+  unsigned a = 0, b = 0, c = 0, d = 0, a1 = 0;
+  if (__get_cpuid_max(0, nullptr) >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    unsigned b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+  }
+  // Each needs the AVX state the OS saves, which the level's check saw.
+  const bool avx512 = detect_host_isa() == Isa::kAvx512, avx2 = detect_host_isa() != Isa::kRef;
+  switch (f) {
+    case Feature::kFp16Arith: return avx512 && (d & (1u << 23)) != 0;                   // AVX512-FP16
+    case Feature::kBf16: return avx512 && (a1 & (1u << 5)) != 0;                        // AVX512-BF16
+    case Feature::kDot8: return (avx512 && (c & (1u << 11))) || (avx2 && (a1 & (1u << 4)));  // VNNI
+  }
+  return false;
+}
 
 }  // namespace kestrel::kernels::detail
