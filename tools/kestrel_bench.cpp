@@ -17,6 +17,7 @@
 #include "fma_peak.h"
 #include "kestrel/net.h"
 #include "npy.h"
+#include "precision_arg.h"
 
 // --insn-marks: bench/arm/insn_count.py counts the guest instructions between calls of
 // this function under qemu-aarch64 (its plugin's mark=kestrel_insn_mark), which the
@@ -41,6 +42,7 @@ struct Args {
   bool blocked = true;
   kestrel::MemoryStrategy memory = kestrel::MemoryStrategy::kPool;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
+  kestrel::Option precision;  // precision and layer_precision only
   std::map<std::string, std::string> npy_inputs;  // input name -> .npy path
   std::map<std::string, kestrel::Shape> shapes;   // --shape overrides
   bool profile = false;
@@ -52,7 +54,7 @@ struct Args {
 const char* kUsage =
     "usage: kestrel-bench MODEL.kst [--threads N] [--loops N] [--warmup N]\n"
     "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast] [--fuse on|off]\n"
-    "                     [--blocked on|off]\n"
+    "                     [--blocked on|off] [--precision fp32|fp16] [--layer-precision NAME=fp32|fp16 ...]\n"
     "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
     "                     [--json OUT.json] [--memory-trace OUT.csv] [--insn-marks]\n"
     "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"
@@ -125,6 +127,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->memory_trace = v;
     } else if (f == "--kernels" && (v == "ref" || v == "fast")) {
       a->kernels = v == "ref" ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
+    } else if (f == "--precision" && kestrel_tools::parse_precision(v, &a->precision.precision)) {
+    } else if (f == "--layer-precision" && kestrel_tools::parse_layer_precision(v, &a->precision)) {
     } else {
       std::fprintf(stderr, "kestrel-bench: bad option %s %s\n", f.c_str(), v.c_str());
       return false;
@@ -177,6 +181,8 @@ class Bench {
 
   bool load() {
     net_.option().kernels = a_.kernels;
+    net_.option().precision = a_.precision.precision;
+    net_.option().layer_precision = a_.precision.layer_precision;
     net_.option().num_threads = a_.threads;
     net_.option().light_mode = a_.light;
     net_.option().fuse_layers = a_.fuse;

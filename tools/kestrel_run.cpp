@@ -17,6 +17,7 @@
 #include "kestrel/net.h"
 #include "kestrel/tasks.h"
 #include "npy.h"
+#include "precision_arg.h"
 #include "source_tensors.h"
 #include "task_report.h"
 
@@ -28,6 +29,7 @@ const char* kUsage =
     "                   [--task classify|detect] [--threshold T] [--draw OUT.jpg]\n"
     "                   [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...] [--kernels fast|ref]\n"
     "                   [--json FILE] [--decode BLOB=FILE.npy ...] [--iou T]\n"
+    "                   [--precision fp32|fp16] [--layer-precision NAME=fp32|fp16 ...]\n"
     "Each IMAGE (JPEG, PNG, BMP) is resized (bilinear) to the input size, converted to the\n"
     "channel order, and (x - mean) * norm is fed to the model's first input. Defaults come\n"
     "from the model's metadata: input_size (\"WxH\", else the model's input shape), mean,\n"
@@ -41,7 +43,9 @@ const char* kUsage =
     "--input feeds inputs from .npy files (then an image is optional); --output writes a\n"
     "blob to .npy (one image at most); for a model converted from TF.js both are in the\n"
     "source's layout (NHWC) and its pre-processing folded into mean/norm is applied to an\n"
-    "--input. --kernels ref runs the plain C++ reference kernels.\n"
+    "--input. --kernels ref runs the plain C++ reference kernels. --precision fp16 runs\n"
+    "the layers that have an fp16 path on halves (Option::precision), --layer-precision\n"
+    "sets one layer's.\n"
     "A model whose metadata task is pose, face or objects (kestrel/tasks.h) prints\n"
     "keypoints, faces or objects in image pixels; --draw draws them, --json FILE writes\n"
     "them; with --input tensors instead of an image they are in input pixels, and\n"
@@ -61,6 +65,7 @@ struct Args {
   float threshold = 0.5f;
   std::vector<std::pair<std::string, std::string>> inputs, outputs, decode;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
+  kestrel::Option precision;  // precision and layer_precision only
   std::string json;
   float iou = -1.f;  // task NMS; < 0: the task's default
 };
@@ -131,7 +136,7 @@ int parse(int argc, char** argv, Args* a, bool* help) {
     }
     static const char* kFlags[] = {"--top",   "--threads", "--labels", "--size", "--mean",  "--norm",
                                    "--order", "--task",    "--threshold", "--draw", "--input", "--output",
-                                   "--kernels", "--json", "--decode", "--iou"};
+                                   "--kernels", "--json", "--decode", "--iou", "--precision", "--layer-precision"};
     if (std::find(std::begin(kFlags), std::end(kFlags), f) == std::end(kFlags)) {
       return usage_error("unknown option '" + f + "'");
     }
@@ -171,6 +176,10 @@ int parse(int argc, char** argv, Args* a, bool* help) {
     } else if (f == "--kernels") {
       ok = v == "fast" || v == "ref";
       a->kernels = v == "ref" ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
+    } else if (f == "--precision") {
+      ok = kestrel_tools::parse_precision(v, &a->precision.precision);
+    } else if (f == "--layer-precision") {
+      ok = kestrel_tools::parse_layer_precision(v, &a->precision);
     } else {
       ok = parse_pair(v, &a->outputs);
     }
@@ -270,6 +279,8 @@ class Runner {
 int Runner::setup() {
   net_.option().num_threads = a_.threads;
   net_.option().kernels = a_.kernels;
+  net_.option().precision = a_.precision.precision;
+  net_.option().layer_precision = a_.precision.layer_precision;
   kestrel::Status s = net_.load(a_.model);
   if (!s.ok()) return fail(s.message());
   const std::string meta_task = net_.metadata("task");

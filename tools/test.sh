@@ -76,7 +76,7 @@ cmake --build build/fuzz -j"$JOBS" --target kestrel_tests alloc_failure test_c_a
   fuzz_model_replay fuzz_prototxt_replay fuzz_caffemodel_replay fuzz_onnx_replay fuzz_tfjs_replay
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/fuzz -j"$JOBS" --output-on-failure \
-  -R '^(torch|layers|kernels|networks|mat|format|extractor|memory|threads|bad_input|zoo|image|cpu|optimizer|caffe|caffe_import|onnx_import|onnx_conformance|c_api|embedded_model|alloc_failure|fuzz_replay_.*)$'
+  -R '^(torch|layers|kernels|networks|mat|format|extractor|memory|threads|bad_input|zoo|image|cpu|precision|optimizer|caffe|caffe_import|onnx_import|onnx_conformance|c_api|embedded_model|alloc_failure|fuzz_replay_.*)$'
 
 stage "ThreadSanitizer: one Net, 4 threads, own and shared allocators"
 tools/sanitize_reliability.sh tsan
@@ -87,12 +87,12 @@ stage "aarch64 (NEON) cross build, tests under qemu-aarch64"
 cmake -S . -B build/aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
   -DKESTREL_BUILD_CONVERTERS=OFF -DKESTREL_BUILD_TOOLS=OFF -DKESTREL_BUILD_BENCH=OFF >/dev/null
 cmake --build build/aarch64 -j"$JOBS" --target kestrel_tests
-ctest --test-dir build/aarch64 -j"$JOBS" --output-on-failure -R '^(kernels|networks|layers|torch|extractor|threads|zoo|cpu_in_order|cpu_out_of_order|cpu_fp16|cpu_fp16_off)$'
+ctest --test-dir build/aarch64 -j"$JOBS" --output-on-failure -R '^(kernels|networks|layers|torch|extractor|threads|zoo|cpu_in_order|cpu_out_of_order|cpu_fp16|cpu_fp16_off|precision)$'
 
 stage "armv7 (32-bit ARM) cross build, tests under qemu-arm"
 # Whole networks run in the x86 and aarch64 stages; here the reference kernels, layers,
 # sessions, CPU control and the C API.
-KESTREL_ARMV7_TESTS='^(kernels|layers|extractor|cpu|c_api)$' tools/armv7_check.sh
+KESTREL_ARMV7_TESTS='^(kernels|layers|extractor|cpu|precision|c_api)$' tools/armv7_check.sh
 
 stage "Fresh Debian 12 root: the demo and every configure from a bare root (when their inputs changed)"
 # 5 to 6.5 minutes on 2 CPUs, more on a busy machine (README): with the stages above

@@ -50,6 +50,7 @@ struct LayerEvent {
   double multiply_adds = 0;       // of this layer (convolutions, InnerProduct, Gemm); else 0
   const char* kernel = "";        // the kernel it ran ("f32_conv1x1_8x48_avx512"), "" for
                                   // the layer's own code; valid during the callback only
+  Precision precision = Precision::kFp32;  // what Option::precision gave this layer
 };
 
 class Net {

@@ -1,5 +1,8 @@
 // Kestrel: run-time choices for a Net and its Extractors.
 #pragma once
+#include <map>
+#include <string>
+
 #include "kestrel/mat.h"
 
 namespace kestrel {
@@ -15,6 +18,22 @@ enum class MemoryStrategy {
 // Which kernels a Net prepares at load: the fastest for this CPU, or the portable
 // reference code (the oracle, always built).
 enum class KernelSet { kFast, kReference };
+
+// The arithmetic precision of the layers (Option::precision).
+enum class Precision {
+  kFp32,  // the default and the oracle
+  // Weights and feature maps as IEEE halves. Each such layer's weights are rounded to
+  // halves at load (a weight that is NaN, infinite or beyond +-65504 fails the load,
+  // naming the layer) and its outputs to halves. On the reference kernel set,
+  // Convolution and InnerProduct compute in fp16 arithmetic (the fp16 oracle,
+  // kernels/f16_reference.h); elsewhere layers compute in fp32 on halves (fp16
+  // storage). Layers without an fp16 path (Softmax, DetectionOutput, PriorBox,
+  // Normalize, ...) run in fp32 on the halves they read and write fp32.
+  kFp16,
+};
+
+// "fp32", "fp16".
+const char* precision_name(Precision p);
 
 struct Option {
   // Worker threads per Extractor; 0 means all CPUs OpenMP sees.
@@ -40,6 +59,12 @@ struct Option {
   // transposes and copies. Results are bit-identical;
   // extract() of such a blob returns a planar copy (an allocation). Read at load().
   bool blocked_layout = true;
+  // Read at load(): the precision of every layer, and overrides by layer name (the
+  // model's names, as kestrel-bench --profile prints them; a fused pair is named by its
+  // first layer). load() fails with InvalidArgument naming an override's layer if the
+  // model has none of that name.
+  Precision precision = Precision::kFp32;
+  std::map<std::string, Precision> layer_precision;
   // Where feature-map memory comes from (the "system" allocator under the strategy).
   // Not owned; must outlive every Extractor using it; nullptr: default_allocator().
   Allocator* allocator = nullptr;

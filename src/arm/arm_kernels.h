@@ -3,6 +3,7 @@
 #include "kernels/conv_kernels.h"
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
+#include "kernels/half_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -33,6 +34,7 @@ extern const BinaryKernel kF32Binary_Neon;        // add/sub/mul/div/max/min, ar
 extern const EltwiseKernel kF32Eltwise_Neon;      // n-ary sum with coefficients, prod, max in one pass
 extern const ActivationKernel kF32Activation_Neon;  // every activation type (NEON exp/erf)
 extern const AffineKernel kF32Affine_Neon;        // y = a x + b (BatchNorm, Scale)
+extern const HalfKernel kF16Convert_Neon;         // fp32 <-> fp16 arrays (FCVTN / FCVTL)
 
 // Softmax (src/arm/f32_softmax_neon.cpp).
 extern const SoftmaxKernel kF32Softmax_Neon;      // any axis: contiguous lines or 16 strided lines

@@ -36,6 +36,7 @@ std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&arm::kF32Elt
 std::vector<const ActivationKernel*> arch_activation_kernels() { return {&arm::kF32Activation_Neon}; }
 
 std::vector<const AffineKernel*> arch_affine_kernels() { return {&arm::kF32Affine_Neon}; }
+std::vector<const HalfKernel*> arch_half_kernels() { return {&arm::kF16Convert_Neon}; }
 
 std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {&arm::kF32Softmax_Neon}; }
 

@@ -6,6 +6,7 @@
 #include "core/cpu_affinity.h"
 #include "core/extractor_impl.h"
 #include "core/guard.h"
+#include "core/net_precision.h"
 
 namespace kestrel {
 
@@ -107,7 +108,23 @@ Status ExtractorImpl::input(const std::string& name, const Mat& in) {
                                                    ", got " + (in.data ? shape_string(in.shape()) : "an empty Mat"));
   }
   drop_computed();
-  blobs_[b] = in;
+  if (!net_->input_as_half[b]) {
+    blobs_[b] = in;
+    return Status::Ok();
+  }
+  // fp16 layers read this input as halves: a rounded copy, made once and refilled
+  // while nothing else holds it.
+  if (rounded_inputs_.empty()) rounded_inputs_.resize(net_->blob_names.size());
+  Mat& r = rounded_inputs_[b];
+  if (r.data == nullptr || r.refcount_value() > 1) {
+    r = Mat();
+    if (!r.create(expected, opt_.allocator ? opt_.allocator : default_allocator())) {
+      return Status(ErrorCode::kOutOfMemory, "input '" + name + "': cannot allocate " +
+                                                 std::to_string(expected.bytes()) + " bytes for its fp16 copy");
+    }
+  }
+  round_to_half(in, r);
+  blobs_[b] = r;
   return Status::Ok();
 }
 
@@ -275,6 +292,9 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
   }
   Status s = L.impl->forward(bottoms_, tops_, ctx);
   bottoms_.clear();
+  if (s.ok() && L.precision == Precision::kFp16) {
+    for (Mat& t : tops_) round_to_half(t, t);
+  }
   if (!s.ok()) {
     tops_.clear();
     return s.with_context("layer '" + L.name + "' (" + L.type + ")");
@@ -320,6 +340,7 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
     ev.held_bytes = memory_->counters().held;
     ev.multiply_adds = L.impl->multiply_adds;
     ev.kernel = L.impl->kernel_name ? L.impl->kernel_name : "";
+    ev.precision = L.precision;
     observer_(ev);
   }
   return Status::Ok();

@@ -61,6 +61,8 @@ class ExtractorImpl {
   std::vector<Mat> pending_;
   std::vector<char> pending_charged_;
   Mat arena_;
+  // Per input blob that fp16 layers read: its copy rounded to halves, kept across frames.
+  std::vector<Mat> rounded_inputs_;
   Mat workspace_;
   size_t workspace_size_ = 0;  // bytes workspace_ was made for
   size_t in_use_ = 0;

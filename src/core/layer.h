@@ -26,6 +26,9 @@ struct LoadContext {
 
 struct PrepareContext {
   KernelSet kernels = KernelSet::kFast;
+  // kFp16: the Net rounds this layer's weights (before load) and outputs (after each
+  // forward) to halves; a layer with fp16 arithmetic kernels computes with them.
+  Precision precision = Precision::kFp32;
 };
 
 struct ForwardContext {

@@ -9,6 +9,7 @@
 #include "core/half.h"
 #include "core/net_fuse.h"
 #include "core/net_layout.h"
+#include "core/net_precision.h"
 #include "core/net_impl.h"
 #include "core/weight_release.h"
 
@@ -275,7 +276,14 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
       if (fl->weights()) {
         for (uint32_t w : *fl->weights()) lc.weights.push_back(weights[w]);
       }
-      Status s = L.impl->load(lc);
+      L.precision = resolve_precision(net, li, opt);
+      Status s;
+      if (L.precision == Precision::kFp16) {
+        step = "rounding weights to halves";
+        if (!(s = round_weights_to_half(net, li, &lc.weights)).ok()) return s.with_context(what);
+        step = "loading parameters and weights";
+      }
+      s = L.impl->load(lc);
       if (!s.ok()) return s.with_context(what);
       step = "preparing (shapes, kernel choice, packed weights)";
       in_shapes.clear();
@@ -283,6 +291,7 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
       out_shapes.assign(L.tops.size(), Shape{});
       PrepareContext pc;
       pc.kernels = opt.kernels;
+      pc.precision = L.precision;
       s = L.impl->prepare(in_shapes, out_shapes, pc);
       if (!s.ok()) return s.with_context(what);
       step = "checking output shapes";
@@ -471,6 +480,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = oom_names("reading weights", [&] { return read_weights(net, &weights); })).ok()) return s;
   if (!(s = oom_names("reading layers", [&] { return read_layers(net); })).ok()) return s;
   if (!(s = oom_names("ordering layers", [&] { return topological_order(net); })).ok()) return s;
+  if (!(s = check_precision_overrides(net, opt)).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
   if (!(s = oom_names("checking row counts", [&] { return check_data_dependent_rows(net); })).ok()) return s;
   s = oom_names("choosing layouts", [&] {
@@ -484,6 +494,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
     return Status::Ok();
   });
   if (!s.ok()) return s;
+  mark_half_inputs(net);
   finish_weight_release(net);
   s = oom_names("planning memory", [&] {
     choose_inplace(net);

@@ -61,6 +61,8 @@ void fuse_layers(NetImpl& net) {
     const int bi = net.consumers[x][0];
     NetLayer& b = net.layers[bi];
     if (b.bottoms.size() != 1 || b.tops.size() != 1) continue;
+    // The blob between a fused pair is never stored, so never rounded to halves.
+    if (a.precision != Precision::kFp32 || b.precision != Precision::kFp32) continue;
     std::unique_ptr<Layer> fused = fuse_pair(a, b);
     if (!fused) continue;
     net.max_workspace_bytes = std::max(net.max_workspace_bytes, fused->workspace_bytes);

@@ -34,6 +34,9 @@ struct NetLayer {
   // bottoms[0]'s row count is decided at each inference (Layer::data_dependent_rows):
   // tops[0] gets the rows bottoms[0] has before the layer runs.
   bool rows_follow_input = false;
+  // Option::precision as it applies to this layer (core/net_precision.cpp): kFp16 only
+  // for layer types with an fp16 path; the Extractor rounds such a layer's outputs.
+  Precision precision = Precision::kFp32;
 };
 
 struct NetImpl {
@@ -47,6 +50,9 @@ struct NetImpl {
   std::vector<std::vector<int>> consumers;  // layer indices
   std::vector<bool> is_input;
   std::vector<bool> is_output;
+  // Per blob: a network input that an fp16 layer reads, which the Extractor keeps as a
+  // copy rounded to halves (core/net_precision.h).
+  std::vector<char> input_as_half;
 
   // A blob's producer is a layer index, kNetInput, or kFusedAway: a blob between two
   // layers fused at load, never stored (fused_by names the fused layer).
@@ -82,6 +88,10 @@ struct NetImpl {
   // The layer objects by their index in the model, once prepared (fusion moves them
   // into fused layers, where they live on with their packed weights).
   std::vector<const Layer*> prepared_layers;
+  // Weights of fp16 layers rounded to halves at load (a deque: WeightViews point into
+  // them), with their (layer, position) for weight_release to free the packed ones.
+  std::deque<std::vector<float>> rounded_weights;
+  std::vector<std::pair<int, int>> rounded_users;
   // Weight bytes held after the load: packed copies plus weights read in place.
   size_t resident_weight_bytes = 0;
 

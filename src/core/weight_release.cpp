@@ -47,6 +47,17 @@ void finish_weight_release(NetImpl& net) {
       std::vector<float>().swap(*w.widened);
     }
   }
+  // Weights rounded to halves for fp16 layers: like fp32 copies of F16 weights.
+  for (size_t i = 0; i < net.rounded_users.size(); ++i) {
+    const auto [layer, pos] = net.rounded_users[i];
+    const Layer* l = net.prepared_layers[static_cast<size_t>(layer)];
+    std::vector<float>& r = net.rounded_weights[i];
+    if (!l || l->reads_weight_in_place(static_cast<size_t>(pos))) {
+      in_place += r.size() * sizeof(float);
+    } else {
+      std::vector<float>().swap(r);
+    }
+  }
   // A mapped model: every page that holds no weight read in place goes back, the
   // verified tables with them (they fault back in if read again).
   if (net.buffer.refaults()) {

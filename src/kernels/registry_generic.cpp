@@ -3,6 +3,7 @@
 #include "kernels/conv_kernels.h"
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
+#include "kernels/half_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -16,6 +17,7 @@ std::vector<const BinaryKernel*> arch_binary_kernels() { return {}; }
 std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {}; }
 std::vector<const ActivationKernel*> arch_activation_kernels() { return {}; }
 std::vector<const AffineKernel*> arch_affine_kernels() { return {}; }
+std::vector<const HalfKernel*> arch_half_kernels() { return {}; }
 std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {}; }
 
 }  // namespace kestrel::kernels::detail

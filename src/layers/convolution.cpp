@@ -8,6 +8,7 @@
 
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
+#include "kernels/f16_reference.h"
 #include "kernels/fc_kernels.h"
 #include "layers/conv_fusion.h"
 #include "layers/conv_spec.h"
@@ -72,6 +73,8 @@ class Convolution final : public Layer {
     g_.act = c_.act;
     outputs[0] = Shape::make3(gx.out, gy.out, c_.num_output);
     multiply_adds = double(gx.out) * gy.out * c_.num_output * in_per_group_ * c_.kh * c_.kw;
+    // The reference set's fp16 layers compute in fp16: the fp16 oracle.
+    f16_reference_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kReference;
     return choose_kernel(ctx);
   }
 
@@ -86,6 +89,8 @@ class Convolution final : public Layer {
       for (int o = 0; o < g_.out_c; ++o) out.data[o * out.cstep] = y[o];
     } else if (kernel_) {
       kernel_->run(g_, packed_.data, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
+    } else if (f16_reference_) {
+      kernels::conv_reference_f16(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     } else {
       kernels::conv_reference(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     }
@@ -184,6 +189,7 @@ class Convolution final : public Layer {
   char name_[64] = {};  // kernel_name with the operands' layouts, once re-targeted
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
+  bool f16_reference_ = false;
 };
 
 }  // namespace

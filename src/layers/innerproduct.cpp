@@ -1,6 +1,7 @@
 // InnerProduct (fully connected): y = W x + b over the input flattened in logical order.
 // prepare() picks a GEMV kernel from the inner-product registry and packs the weights
 // for it once; kernels::fc_reference covers the rest and the reference kernel set.
+#include "kernels/f16_reference.h"
 #include "kernels/fc_kernels.h"
 #include "layers/activation.h"
 #include "layers/kernel_bridge.h"
@@ -59,6 +60,8 @@ class InnerProduct final : public Layer {
     g_.num_output = num_output_;
     g_.bias = bias_ != nullptr;
     g_.act = act_;
+    // The reference set's fp16 layers compute in fp16: the fp16 oracle.
+    f16_reference_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kReference;
     return choose_kernel(ctx);
   }
 
@@ -69,6 +72,8 @@ class InnerProduct final : public Layer {
     // The input is a sequence of contiguous planes (cstep apart when padded).
     if (kernel_) {
       kernel_->run(g_, packed_.data, in.data, in.cstep, out, kernel_context(ctx));
+    } else if (f16_reference_) {
+      kernels::fc_reference_f16(g_, weight_, bias_, in.data, in.cstep, out, ctx.num_threads);
     } else {
       kernels::fc_reference(g_, weight_, bias_, in.data, in.cstep, out, ctx.num_threads);
     }
@@ -95,6 +100,7 @@ class InnerProduct final : public Layer {
   kernels::FcGeometry g_;  // resolved in prepare()
   const kernels::FcKernel* kernel_ = nullptr;
   Mat packed_;  // kernel_'s packed weights
+  bool f16_reference_ = false;
 };
 
 }  // namespace

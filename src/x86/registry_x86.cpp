@@ -47,6 +47,7 @@ std::vector<const ActivationKernel*> arch_activation_kernels() {
   return {&x86::kF32Activation_Avx512, &x86::kF32Activation_Avx2};
 }
 std::vector<const AffineKernel*> arch_affine_kernels() { return {&x86::kF32Affine_Avx512, &x86::kF32Affine_Avx2}; }
+std::vector<const HalfKernel*> arch_half_kernels() { return {&x86::kF16Convert_Avx512, &x86::kF16Convert_Avx2}; }
 std::vector<const SoftmaxKernel*> arch_softmax_kernels() { return {&x86::kF32Softmax_Avx512, &x86::kF32Softmax_Avx2}; }
 
 }  // namespace kestrel::kernels::detail

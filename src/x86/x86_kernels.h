@@ -4,6 +4,7 @@
 #include "kernels/conv_kernels.h"
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
+#include "kernels/half_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -20,6 +21,8 @@ extern const ActivationKernel kF32Activation_Avx512;  // every activation type (
 extern const ActivationKernel kF32Activation_Avx2;
 extern const AffineKernel kF32Affine_Avx512;          // y = a x + b (BatchNorm, Scale)
 extern const AffineKernel kF32Affine_Avx2;
+extern const HalfKernel kF16Convert_Avx512;  // fp32 <-> fp16 arrays (F16C)
+extern const HalfKernel kF16Convert_Avx2;
 
 // InnerProduct (src/x86/f32_gemv_{16x4_avx512,8x4_avx2}.cpp).
 extern const FcKernel kF32Gemv16x4_Avx512;            // 16 outputs x 4 inputs per step, packed weights

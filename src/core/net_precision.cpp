@@ -1,0 +1,94 @@
+#include "core/net_precision.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/half.h"
+#include "kernels/half_kernels.h"
+
+namespace kestrel {
+namespace {
+
+// Layer types whose values stay halves through them: fp16 arithmetic or fp16 storage
+// means the same for them as for any layer (weights and outputs as halves). The others
+// keep fp32 outputs: normalizations and exponentials whose fp32 results feed decoding
+// (Softmax, DetectionOutput), and geometry (PriorBox).
+constexpr const char* kFp16Types[] = {
+    "Convolution", "Deconvolution", "InnerProduct", "Pooling", "Eltwise",  "BinaryOp", "Activation", "PReLU",
+    "Scale",       "BatchNorm",     "Concat",       "Split",   "Slice",    "Crop",     "Padding",    "Interp",
+    "Reshape",     "Flatten",       "Permute",      "ShuffleChannel", "Squeeze", "Unsqueeze", "Dropout"};
+
+bool has_fp16_path(const std::string& type) {
+  for (const char* t : kFp16Types) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* precision_name(Precision p) { return p == Precision::kFp16 ? "fp16" : "fp32"; }
+
+Status check_precision_overrides(const NetImpl& net, const Option& opt) {
+  for (const auto& [name, p] : opt.layer_precision) {
+    bool found = false;
+    for (const NetLayer& L : net.layers) found = found || L.name == name;
+    if (!found) {
+      return Status(ErrorCode::kInvalidArgument, "Option::layer_precision: the model has no layer '" + name +
+                                                     "' (asked for " + precision_name(p) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
+  const NetLayer& L = net.layers[li];
+  auto it = opt.layer_precision.find(L.name);
+  const Precision p = it != opt.layer_precision.end() ? it->second : opt.precision;
+  return p == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
+}
+
+Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weights) {
+  const fb::Layer* fl = net.model->layers()->Get(static_cast<flatbuffers::uoffset_t>(li));
+  for (size_t pos = 0; pos < weights->size(); ++pos) {
+    const uint32_t w = fl->weights()->Get(static_cast<flatbuffers::uoffset_t>(pos));
+    WeightView& v = (*weights)[pos];
+    for (size_t k = 0; k < v.count; ++k) {
+      const float x = v.data[k];
+      if (std::isfinite(x) && std::fabs(half_to_float(float_to_half(x))) <= 65504.f) continue;
+      return Status(ErrorCode::kInvalidArgument,
+                    "precision fp16: weight " + std::to_string(pos) + " holds " + std::to_string(x) + " at index " +
+                        std::to_string(k) +
+                        (std::isfinite(x) ? ", beyond fp16's range of +-65504" : ", which fp16 weights refuse") +
+                        "; run this layer in fp32 (Option::layer_precision)");
+    }
+    if (net.model_weights[w].widened) continue;  // stored as F16: halves already
+    net.rounded_weights.emplace_back(v.count);
+    std::vector<float>& r = net.rounded_weights.back();
+    for (size_t k = 0; k < v.count; ++k) r[k] = half_to_float(float_to_half(v.data[k]));
+    net.rounded_users.emplace_back(li, static_cast<int>(pos));
+    v.data = r.data();
+  }
+  return Status::Ok();
+}
+
+void mark_half_inputs(NetImpl& net) {
+  net.input_as_half.assign(net.blob_names.size(), 0);
+  for (int b : net.inputs) {
+    for (int c : net.consumers[b]) net.input_as_half[b] |= net.layers[c].precision == Precision::kFp16 ? 1 : 0;
+  }
+}
+
+void round_to_half(const Mat& src, Mat& dst) {
+  // Channel by channel: the padding between channels is left alone.
+  const size_t n = static_cast<size_t>(src.w) * src.h * src.d * src.elempack;
+  const int channels = src.dims >= 3 ? src.c : 1;
+  for (int q = 0; q < channels; ++q) {
+    const float* s = src.channel(q);
+    float* d = dst.channel(q);
+    kernels::active_half_kernel().round(s, d, n);
+  }
+}
+
+}  // namespace kestrel

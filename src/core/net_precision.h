@@ -1,0 +1,29 @@
+// Option::precision at Net load: which layers run at fp16, and their weights rounded to
+// halves before they load.
+#pragma once
+#include <vector>
+
+#include "core/net_impl.h"
+
+namespace kestrel {
+
+// InvalidArgument naming the first override of Option::layer_precision whose layer the
+// model does not have.
+Status check_precision_overrides(const NetImpl& net, const Option& opt);
+
+// The precision layer `li` runs at: its override, else Option::precision; kFp32 for a
+// layer type without an fp16 path.
+Precision resolve_precision(const NetImpl& net, int li, const Option& opt);
+
+// Replaces the fp32 weights in `weights` (layer li's, in its order) by copies rounded
+// to halves (F16 weights of the model already are). InvalidArgument naming the weight
+// where a value is NaN, infinite or beyond +-65504.
+Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weights);
+
+// Sets NetImpl::input_as_half: the inputs an fp16 layer reads (after fusion).
+void mark_half_inputs(NetImpl& net);
+
+// Rounds every value of `m` to a half, in place (src == dst) or into dst (same shape).
+void round_to_half(const Mat& src, Mat& dst);
+
+}  // namespace kestrel

@@ -1,0 +1,36 @@
+// fp32 <-> fp16 conversions over arrays: the Net rounds fp16 layers' outputs and inputs
+// with round(); maps stored as halves will convert with to_half / to_float. One
+// registry, read by the Net, the tests and the benchmarks. Round to nearest even;
+// infinities and NaNs stay (a NaN's payload may not).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace kestrel::kernels {
+
+struct HalfKernel {
+  const char* name;  // "f16_convert_avx512"
+  Isa isa;
+  void (*to_half)(const float* src, uint16_t* dst, size_t n);
+  void (*to_float)(const uint16_t* src, float* dst, size_t n);
+  // dst[i] = the half nearest src[i], as a float; src may equal dst.
+  void (*round)(const float* src, float* dst, size_t n);
+};
+
+const std::vector<const HalfKernel*>& half_kernels();
+// Every half kernel converts every value; nullptr under Isa::kRef.
+const HalfKernel* select_half_kernel(Isa isa);
+// The reference (core/half.h, value by value), behind the same signatures.
+extern const HalfKernel kHalfReference;
+// select_half_kernel(active_isa()), else kHalfReference.
+const HalfKernel& active_half_kernel();
+
+namespace detail {
+// Defined once per architecture (registry_arm.cpp, registry_x86.cpp, registry_generic.cpp).
+std::vector<const HalfKernel*> arch_half_kernels();
+}  // namespace detail
+
+}  // namespace kestrel::kernels
