@@ -2,7 +2,7 @@
 """Kestrel against PyTorch on the whole Fashion-MNIST test set (10,000 images).
 
   /usr/bin/python3 models/fashion/evaluate.py --eval-bin BUILD/tests/fashion/fashion_eval
-        [--models fashion_caffe.kst fashion_onnx.kst] [--threads 1] [--reference]
+        [--models fashion_caffe.kst fashion_onnx.kst] [--threads 1] [--reference] [--precision fp16]
 
 PyTorch runs the committed state_dict (fashion.pt) with the network definition of
 train.py; fashion_eval (tests/fashion/fashion_eval.cpp, Kestrel's public API only)
@@ -11,8 +11,9 @@ runs each .kst file image by image, preprocessing with the model's own metadata
 accuracies, the top-1 agreement and the largest probability difference per model.
 
 Exit 0 when, for every model, Kestrel's accuracy is within 0.05 percentage points of
-PyTorch's and the top-1 classes agree on at least 99.9% of the images; 1 otherwise;
-77 (ctest's "skipped") when dataset-fashion-mnist is not installed.
+PyTorch's and the top-1 classes agree on at least 99.9% of the images (with --precision
+fp16: within 0.1 points of PyTorch's fp32, issue 26's bound, and 99.5% agreement); 1
+otherwise; 77 (ctest's "skipped") when dataset-fashion-mnist is not installed.
 """
 import argparse
 import os
@@ -27,8 +28,9 @@ sys.path.insert(0, str(HERE))
 
 import train  # noqa: E402  (network definition, data reading, preprocessing)
 
-MAX_ACC_DIFF_PP = 0.05
-MIN_AGREEMENT = 0.999
+# By precision: the largest accuracy difference from PyTorch's fp32 (percentage points)
+# and the least top-1 agreement.
+LIMITS = {"fp32": (0.05, 0.999), "fp16": (0.1, 0.995)}
 SKIP = 77
 
 
@@ -40,7 +42,9 @@ def main():
                     help=".kst files (relative to models/fashion or absolute)")
     ap.add_argument("--threads", type=int, default=1, help="Kestrel threads per Extractor")
     ap.add_argument("--reference", action="store_true", help="Kestrel's reference kernels instead of the fast ones")
+    ap.add_argument("--precision", choices=sorted(LIMITS), default="fp32", help="Kestrel's Option::precision")
     args = ap.parse_args()
+    max_acc_diff, min_agreement = LIMITS[args.precision]
 
     images = train.DATA_DIR / "t10k-images-idx3-ubyte.gz"
     labels = train.DATA_DIR / "t10k-labels-idx1-ubyte.gz"
@@ -69,7 +73,8 @@ def main():
             path = pathlib.Path(m) if os.path.isabs(m) else HERE / m
             probs_path = pathlib.Path(tmp) / (path.stem + ".npy")
             cmd = [args.eval_bin, str(path), str(images), str(labels), "--probs", str(probs_path),
-                   "--threads", str(args.threads)] + (["--reference"] if args.reference else [])
+                   "--threads", str(args.threads), "--precision", args.precision] + \
+                (["--reference"] if args.reference else [])
             r = subprocess.run(cmd, capture_output=True, text=True)
             sys.stdout.write(r.stdout)
             if r.returncode != 0:
@@ -85,11 +90,11 @@ def main():
             acc = 100.0 * float((top1 == te_lab).mean())
             agree = float((top1 == ref_top1).mean())
             diff = float(np.abs(probs - ref).max())
-            good = abs(acc - ref_acc) <= MAX_ACC_DIFF_PP + 1e-9 and agree >= MIN_AGREEMENT
+            good = abs(acc - ref_acc) <= max_acc_diff + 1e-9 and agree >= min_agreement
             ok &= good
             print(f"{'ok  ' if good else 'FAIL'} {path.name}: Kestrel accuracy {acc:.2f}% vs PyTorch {ref_acc:.2f}% "
-                  f"(diff {acc - ref_acc:+.2f} pp, limit {MAX_ACC_DIFF_PP}), top-1 agreement "
-                  f"{100 * agree:.2f}% ({int((top1 == ref_top1).sum())}/{len(top1)}, limit {100 * MIN_AGREEMENT:.1f}%), "
+                  f"(diff {acc - ref_acc:+.2f} pp, limit {max_acc_diff}), {args.precision}, top-1 agreement "
+                  f"{100 * agree:.2f}% ({int((top1 == ref_top1).sum())}/{len(top1)}, limit {100 * min_agreement:.1f}%), "
                   f"max |prob diff| {diff:.2e}")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

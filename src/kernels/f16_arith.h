@@ -5,6 +5,8 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "core/half.h"
 
@@ -15,23 +17,26 @@ inline float round(float v) { return half_to_float(float_to_half(v)); }
 
 // The half nearest to s + e (ties to even), where s + e is exact and |e| is at most half
 // an ulp of s (e is TwoSum's error term): rounding s alone could land on a midpoint
-// between two halves that the exact value is not on.
+// between two halves that the exact value is not on. Works on the double's bits: the
+// mantissa bits below a half's precision decide, e breaks an exact tie.
 inline float round_sum(double s, double e) {
-  if (!std::isfinite(s)) return round(static_cast<float>(s));
-  const double mag = std::fabs(s);
-  if (mag == 0) return static_cast<float>(s);
-  int exp;
-  std::frexp(mag, &exp);  // mag in [2^(exp-1), 2^exp)
-  // A half's quantum: 2^(exp - 1 - 10) for normal halves, 2^-24 for subnormal ones.
-  const int qexp = std::max(exp - 11, -24);
-  const double t = std::ldexp(mag, -qexp);  // exact: a power-of-two scale, below 2^11
-  const double whole = std::floor(t), frac = t - whole;
+  if (!std::isfinite(s) || s == 0) return round(static_cast<float>(s));
+  uint64_t bits;
+  std::memcpy(&bits, &s, sizeof bits);
+  const int exp = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // s is normal: |s| >= 2^-48
+  // Bits below the half's last mantissa bit: 42 for normal halves (52 - 10), more for
+  // subnormal ones (quantum 2^-24).
+  const int drop = 42 + std::max(0, -14 - exp);
+  if (drop > 53) return s > 0 ? 0.f : -0.f;  // below half the smallest subnormal
+  const uint64_t m = (bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1} << 52);
+  const uint64_t low = m & ((uint64_t{1} << drop) - 1), tie = uint64_t{1} << (drop - 1);
+  uint64_t q = m >> drop;
   const double toward = s > 0 ? e : -e;  // the exact value's excess beyond |s|
-  bool up = frac > 0.5;
-  if (frac == 0.5) up = toward > 0 || (toward == 0 && std::fmod(whole, 2.0) != 0);
-  const double r = std::ldexp(whole + (up ? 1 : 0), qexp);
-  // Above 65504 + half its ulp rounds to infinity, which float_to_half gives for r.
-  return round(static_cast<float>(s > 0 ? r : -r));
+  if (low > tie || (low == tie && (toward > 0 || (toward == 0 && (q & 1))))) ++q;
+  // q units of 2^(exp - 52 + drop); q may have carried into the next power of two.
+  const double r = std::ldexp(static_cast<double>(q), exp - 52 + drop);
+  if (r > 65504.0) return s > 0 ? HUGE_VALF : -HUGE_VALF;
+  return static_cast<float>(s > 0 ? r : -r);
 }
 
 // a * b + c on halves with one rounding (a fused multiply-add, FMLA .8h). The product

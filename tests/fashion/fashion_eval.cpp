@@ -2,7 +2,7 @@
 // .kst classifier with Kestrel's public API and reports its top-1 accuracy.
 //
 //   fashion_eval MODEL.kst IMAGES-idx3-ubyte[.gz] LABELS-idx1-ubyte[.gz]
-//                [--probs OUT.npy] [--threads N] [--reference] [--limit N]
+//                [--probs OUT.npy] [--threads N] [--reference] [--limit N] [--precision fp32|fp16]
 //
 // Each image is preprocessed as the model's metadata says (input_size "28x28",
 // channel_order "gray", (pixel - mean) * norm on 0..255 values) and run with one
@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   long limit = -1;
   bool reference = false;
+  kestrel::Precision precision = kestrel::Precision::kFp32;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--probs" || a == "--threads" || a == "--limit") && i + 1 < argc) {
@@ -118,6 +119,9 @@ int main(int argc, char** argv) {
       if (a == "--probs") probs_path = v;
       else if (a == "--threads") threads = std::atoi(v.c_str());
       else limit = std::atol(v.c_str());
+    } else if (a == "--precision" && i + 1 < argc && (std::string(argv[i + 1]) == "fp32" ||
+                                                       std::string(argv[i + 1]) == "fp16")) {
+      precision = std::string(argv[++i]) == "fp16" ? kestrel::Precision::kFp16 : kestrel::Precision::kFp32;
     } else if (a == "--reference") {
       reference = true;
     } else if (a.rfind("--", 0) == 0) {
@@ -130,7 +134,7 @@ int main(int argc, char** argv) {
   if (pos.size() != 3) {
     std::fprintf(stderr,
                  "usage: fashion_eval MODEL.kst IMAGES-idx3-ubyte[.gz] LABELS-idx1-ubyte[.gz] [--probs OUT.npy] "
-                 "[--threads N] [--reference] [--limit N]\n");
+                 "[--threads N] [--reference] [--limit N] [--precision fp32|fp16]\n");
     return 2;
   }
   const std::string& model = pos[0];
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   kestrel::Net net;
   net.option().num_threads = threads;
   net.option().kernels = reference ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
+  net.option().precision = precision;
   kestrel::Status s = net.load(model);
   if (!s.ok()) return fail(s.message());
   if (net.input_names().size() != 1 || net.output_names().size() != 1) {
