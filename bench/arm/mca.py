@@ -32,8 +32,12 @@ PEAK_ACCUMULATORS = 24
 # What each kernel family must reach on which models (the issue's targets).
 TARGETS = {"conv1x1": (85.0, ("cortex-a72", "cortex-a76")), "dwconv3x3": (50.0, ("cortex-a72", "cortex-a76"))}
 
-LANES = {"4s": 4, "2s": 2, "s": 1}
-FMA_RE = re.compile(r"^\s*(fmla|fmls)\s+v\d+\.(4s|2s)", re.I)
+LANES = {"8h": 8, "4h": 4, "4s": 4, "2s": 2, "s": 1}
+FMA_RE = re.compile(r"^\s*(fmla|fmls)\s+v\d+\.(8h|4h|4s|2s)", re.I)
+# Loop files named f16_*.cpp hold fp16-arithmetic kernels (ARMv8.2 FEAT_FP16): compiled
+# for it, and measured against an FMLA .8h peak.
+F16_PREFIX = "f16_"
+NO_FP16 = ("cortex-a53", "cortex-a72")  # ARMv8.0 cores: no fp16 arithmetic
 SCALAR_FMA_RE = re.compile(r"^\s*(fmadd|fmsub|fnmadd|fnmsub)\s+s\d+", re.I)
 
 
@@ -41,9 +45,10 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
-def mca(asm_path, cpu):
+def mca(asm_path, cpu, f16=False):
     """{region name: total cycles / iterations} from llvm-mca's summary per region."""
-    out = run([MCA, "-mtriple=aarch64-linux-gnu", f"-mcpu={cpu}", f"-iterations={ITERATIONS}", asm_path])
+    out = run([MCA, "-mtriple=aarch64-linux-gnu", f"-mcpu={cpu}", f"-iterations={ITERATIONS}"] +
+              (["-mattr=+fullfp16"] if f16 else []) + [asm_path])
     regions = {}
     name = "peak"
     for line in out.splitlines():
@@ -172,14 +177,15 @@ def assembled(lines):
     return out
 
 
-CALL_RE = re.compile(r"^\s*(bl|b)\s+([A-Za-z_]\w*)\s*$")
+CALL_RE = re.compile(r"^\s*(bl|b)\s+([A-Za-z_][\w.]*)\s*$")
 
 
 def hot_loops(asm_text):
     """{region name: instruction lines of the hot inner loop of mca_<name>}: the
     innermost loop with the most FMA lanes in the function or in what it calls (GCC
     may keep a template instance out of line)."""
-    funcs = dict(re.findall(r"^([A-Za-z_]\w*):\n(.*?)^\s*\.size\s+\1,", asm_text, re.S | re.M))
+    # Names may carry GCC's clone suffixes (".constprop.0").
+    funcs = dict(re.findall(r"^([A-Za-z_][\w.]*):\n(.*?)^\s*\.size\s+\1,", asm_text, re.S | re.M))
     regions = {}
     for fname in funcs:
         if not fname.startswith("mca_"):
@@ -206,15 +212,15 @@ def hot_loops(asm_text):
     return regions
 
 
-def peak_fmas_per_cycle(cpu, tmp):
-    path = os.path.join(tmp, "peak.s")
+def peak_fmas_per_cycle(cpu, tmp, arrangement="4s"):
+    path = os.path.join(tmp, f"peak_{arrangement}.s")
     with open(path, "w") as f:
         f.write("# LLVM-MCA-BEGIN peak\n")
         for i in range(PEAK_ACCUMULATORS):
-            f.write(f"fmla v{i}.4s, v30.4s, v31.4s\n")
+            f.write(f"fmla v{i}.{arrangement}, v30.{arrangement}, v31.{arrangement}\n")
         f.write("# LLVM-MCA-END\n")
-    cycles = mca(path, cpu)["peak"]
-    return PEAK_ACCUMULATORS * 4 / cycles
+    cycles = mca(path, cpu, arrangement == "8h")["peak"]
+    return PEAK_ACCUMULATORS * LANES[arrangement] / cycles
 
 
 def compile_loops(tmp):
@@ -224,7 +230,8 @@ def compile_loops(tmp):
         if not name.endswith(".cpp"):
             continue
         asm_path = os.path.join(tmp, name[:-4] + ".s")
-        run([CXX, "-O3", "-DNDEBUG", "-std=c++17", "-march=armv8-a", "-S", "-I", os.path.join(ROOT, "src"),
+        march = "armv8.2-a+fp16" if name.startswith(F16_PREFIX) else "armv8-a"
+        run([CXX, "-O3", "-DNDEBUG", "-std=c++17", f"-march={march}", "-S", "-I", os.path.join(ROOT, "src"),
              os.path.join(LOOPS, name), "-o", asm_path])
         with open(asm_path) as f:
             for region, lines in hot_loops(f.read()).items():
@@ -237,20 +244,26 @@ def compile_loops(tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cpus", default="cortex-a53,cortex-a72,cortex-a76")
+    ap.add_argument("--cpus", default="cortex-a53,cortex-a55,cortex-a72,cortex-a76")
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
     cpus = args.cpus.split(",")
     rows, misses = [], []
     with tempfile.TemporaryDirectory() as tmp:
         peaks = {cpu: peak_fmas_per_cycle(cpu, tmp) for cpu in cpus}
+        peaks_f16 = {cpu: peak_fmas_per_cycle(cpu, tmp, "8h") for cpu in cpus if cpu not in NO_FP16}
         loops = compile_loops(tmp)
         mixes = {region: mix for region, (_, _, mix) in loops.items()}
         for region, (path, n, _) in sorted(loops.items()):
             for cpu in cpus:
-                cycles = list(mca(path, cpu).values())[0]
-                pct = 100.0 * n / cycles / peaks[cpu] if cycles else 0.0
-                rows.append((region, cpu, cycles, n, n / cycles if cycles else 0.0, peaks[cpu], pct))
+                # fp16 loops on cores without FEAT_FP16 (A53, A72) would not run there.
+                f16 = region.startswith(F16_PREFIX)
+                if f16 and cpu in NO_FP16:
+                    continue
+                peak = (peaks_f16 if f16 else peaks)[cpu]
+                cycles = list(mca(path, cpu, f16).values())[0]
+                pct = 100.0 * n / cycles / peak if cycles else 0.0
+                rows.append((region, cpu, cycles, n, n / cycles if cycles else 0.0, peak, pct))
                 for family, (target, models) in TARGETS.items():
                     if region.startswith(family) and cpu in models and pct < target:
                         misses.append(f"{region} on {cpu}: {pct:.1f}% < {target:.0f}%")

@@ -26,6 +26,9 @@ struct ConvGeometry {
   // (ONNX Runtime's NCHWc, ncnn's elempack). Only a kernel whose blocked_lanes is W is
   // ever asked about a blocked geometry.
   int in_pack = 1, out_pack = 1;
+  // Operands and weights are halves and the arithmetic is fp16's (Option::precision
+  // kFp16 where the CPU has it): only kernels whose ConvKernel::f16 is set claim it.
+  bool f16 = false;
 
   bool is_depthwise() const { return group == in_c && group == out_c; }
   bool planar() const { return in_pack == 1 && out_pack == 1; }
@@ -65,6 +68,12 @@ struct ConvKernel {
   // supports() says so), with the same packed weights and results bit-identical to the
   // planar run; 0: planar only.
   int blocked_lanes = 0;
+  // An fp16 kernel (ConvGeometry::f16), run only where the CPU has fp16 arithmetic
+  // (kernels/isa.h Feature::kFp16Arith). Its operands are IEEE halves: `in` and `out`
+  // point at them, in_cstep / out_cstep still count 4-byte units (a Mat's cstep), and
+  // pack() reads fp32 weights that hold halves and writes halves (packed_floats(g)
+  // counts 4-byte units). Its results equal conv_reference_f16's bit for bit.
+  bool f16 = false;
 };
 
 // Every convolution kernel compiled into this binary, in priority order (the first

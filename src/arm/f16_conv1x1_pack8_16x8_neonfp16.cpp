@@ -1,0 +1,139 @@
+// 1x1 convolution (one group, no padding, stride 1 or 2) in fp16 arithmetic (ARMv8.2
+// FEAT_FP16) on 8-channel blocked maps of halves, in and out (ncnn's pack8 fp16 maps).
+//
+// Tile: 16 output channels x 8 pixels = 16 accumulators of 8 halves. Per input block of
+// 8 channels: 8 pixel vectors (each holds the block's 8 channels of one pixel) and 16
+// weight vectors (8 output channels at one input channel each), then 128 FMLA by
+// element: acc[o][p] += w[o][k] * x[p].h[k]. Loads per FMA: 24 vectors for 128 FMAs, 26
+// of 32 registers. A last block of 8 output channels and a last tile of fewer pixels run
+// the same code with fewer accumulators (templates, no branches in the loop).
+//
+// Each output starts from its bias and adds one fused multiply-add per input channel
+// in order, in fp16 (as ncnn's fp16 kernels accumulate): conv_reference_f16's order, so
+// the results equal it bit for bit. A stride of 2 only changes where a pixel's vector is
+// read from.
+//
+// Compiled with -march=armv8.2-a+fp16 (CMakeLists.txt: *_neonfp16.cpp); the registry
+// lists it as an f16 kernel, run only where the CPU has fp16 arithmetic.
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "arm/arm_kernels.h"
+#include "arm/f16_conv1x1_pack8_16x8_neonfp16.h"
+#include "core/parallel.h"
+#include "layers/activation.h"
+
+namespace kestrel::kernels::arm {
+namespace {
+
+using namespace conv1x1_pack8_f16;
+
+constexpr int kPanel = 16;  // output channels per tile
+constexpr int kPixels = 8;  // pixels per tile
+
+bool supports(const ConvGeometry& g) {
+  const bool one_by_one = g.kh == 1 && g.kw == 1 && g.dh == 1 && g.dw == 1 && g.group == 1;
+  const bool strides = (g.sh == 1 || g.sh == 2) && (g.sw == 1 || g.sw == 2);
+  const bool unpadded = g.pad_top == 0 && g.pad_left == 0 && g.out_h == (g.in_h - 1) / g.sh + 1 &&
+                        g.out_w == (g.in_w - 1) / g.sw + 1;
+  const auto t = g.act.type;
+  const bool act = t == fb::ActivationType::None || t == fb::ActivationType::ReLU || t == fb::ActivationType::Clip ||
+                   t == fb::ActivationType::LeakyReLU;
+  return g.f16 && one_by_one && strides && unpadded && act && g.in_pack == kLanes && g.out_pack == kLanes &&
+         g.in_c % kLanes == 0 && g.out_c % kLanes == 0 && g.in_h >= 1 && g.in_w >= 1;
+}
+
+// Halves of one panel: its bias (16, zero past the real channels), then per input
+// channel the panel's 16 weights. A last panel of 8 channels holds 8 per row.
+size_t panel_halves(int rows, int k) { return static_cast<size_t>(rows) * (1 + static_cast<size_t>(k)); }
+
+size_t packed_halves(const ConvGeometry& g) {
+  const int full = g.out_c / kPanel, rest = g.out_c % kPanel;
+  return full * panel_halves(kPanel, g.in_c) + (rest ? panel_halves(rest, g.in_c) : 0);
+}
+
+size_t packed_floats(const ConvGeometry& g) { return (packed_halves(g) + 1) / 2; }
+
+void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  half* p = reinterpret_cast<half*>(packed);
+  for (int oc0 = 0; oc0 < g.out_c; oc0 += kPanel) {
+    const int rows = std::min(kPanel, g.out_c - oc0);
+    for (int r = 0; r < rows; ++r) *p++ = static_cast<half>(bias ? bias[oc0 + r] : 0.f);
+    for (int k = 0; k < g.in_c; ++k) {
+      for (int r = 0; r < rows; ++r) *p++ = static_cast<half>(weight[static_cast<size_t>(oc0 + r) * g.in_c + k]);
+    }
+  }
+}
+
+size_t no_workspace(const ConvGeometry&) { return 0; }
+
+// A tile of 1-8 pixels: the pixel count picks the instantiation once per tile.
+template <int kBlocks, class Epi, int... N>
+void tile_any(int np, const half* const* x, size_t xstep, int kb, const half* w, int rows, half* y, size_t ystep,
+              const Epi& epi, std::integer_sequence<int, N...>) {
+  ((np == N + 1 ? tile<kBlocks, N + 1>(x, xstep, kb, w, rows, y, ystep, epi) : void()), ...);
+}
+
+template <class Epi>
+void run_with(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, int num_threads, const Epi& epi) {
+  const half* x = reinterpret_cast<const half*>(in);
+  half* y = reinterpret_cast<half*>(out);
+  const size_t xstep = in_cstep * 2, ystep = out_cstep * 2;  // cstep counts 4-byte units
+  const int kb = g.in_c / kLanes;
+  const int pixels = g.out_h * g.out_w;
+  const int tiles = (pixels + kPixels - 1) / kPixels;
+  const int panels = (g.out_c + kPanel - 1) / kPanel;
+  const half* w0 = reinterpret_cast<const half*>(packed);
+  // Stride 1: a tile's pixels are consecutive vectors, whatever rows they span.
+  const bool contiguous = g.sh == 1 && g.sw == 1;
+  parallel_for(num_threads, static_cast<int64_t>(panels) * tiles, [&](int64_t item) {
+    const int panel = static_cast<int>(item / tiles), t = static_cast<int>(item % tiles);
+    const int oc0 = panel * kPanel, rows = std::min(kPanel, g.out_c - oc0);
+    const half* w = w0 + static_cast<size_t>(panel) * panel_halves(kPanel, g.in_c);
+    const int p0 = t * kPixels, np = std::min(kPixels, pixels - p0);
+    const half* xp[kPixels];
+    for (int p = 0; p < np; ++p) {
+      const int oy = (p0 + p) / g.out_w, ox = (p0 + p) % g.out_w;
+      xp[p] = x + (static_cast<size_t>(oy) * g.sh * g.in_w + static_cast<size_t>(ox) * g.sw) * kLanes;
+    }
+    half* yt = y + static_cast<size_t>(oc0 / kLanes) * ystep + static_cast<size_t>(p0) * kLanes;
+    const auto counts = std::make_integer_sequence<int, kPixels>();
+    if (rows == kPanel && np == kPixels && contiguous) {
+      tile_16x8(xp[0], xstep, kb, w, yt, ystep, epi);
+    } else if (rows == kPanel) {
+      tile_any<2>(np, xp, xstep, kb, w, rows, yt, ystep, epi, counts);
+    } else {
+      tile_any<1>(np, xp, xstep, kb, w, rows, yt, ystep, epi, counts);
+    }
+  });
+}
+
+void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
+         const KernelContext& ctx) {
+  const half alpha = static_cast<half>(g.act.alpha), beta = static_cast<half>(g.act.beta);
+  const int n = ctx.num_threads;
+  switch (g.act.type) {
+    case fb::ActivationType::ReLU: run_with(g, packed, in, in_cstep, out, out_cstep, n, ReLU{}); break;
+    case fb::ActivationType::Clip:
+      run_with(g, packed, in, in_cstep, out, out_cstep, n, Clip{vdupq_n_f16(alpha), vdupq_n_f16(beta)});
+      break;
+    case fb::ActivationType::LeakyReLU:
+      run_with(g, packed, in, in_cstep, out, out_cstep, n, Leaky{vdupq_n_f16(alpha)});
+      break;
+    default: run_with(g, packed, in, in_cstep, out, out_cstep, n, NoAct{}); break;
+  }
+}
+
+}  // namespace
+
+const ConvKernel kF16Conv1x1Pack8_Neon = {
+    "f16_conv1x1_pack8_16x8_neonfp16", Isa::kNeon, supports, packed_floats, pack, no_workspace, no_workspace, 0.0, run,
+    kLanes, /*f16=*/true,
+};
+
+}  // namespace kestrel::kernels::arm

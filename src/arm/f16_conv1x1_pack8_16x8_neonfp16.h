@@ -1,0 +1,135 @@
+// The fp16 1x1 pack8 tile (16 output channels x 8 pixels, FMLA .8h by element) and its
+// activations: compiled into src/arm/f16_conv1x1_pack8_16x8_neonfp16.cpp and into
+// bench/arm/loops/f16_conv1x1_pack8.cpp for llvm-mca. Needs -march=armv8.2-a+fp16.
+#pragma once
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <utility>
+
+namespace kestrel::kernels::arm::conv1x1_pack8_f16 {
+
+constexpr int kLanes = 8;  // channels per block (one vector of halves)
+using half = __fp16;
+
+// The activations on the fp16 accumulators, as the reference's fp32 forms compare
+// (x < 0 ? 0 : x keeps -0 and NaN, where FMAX would not): one type per instantiation.
+struct NoAct {
+  float16x8_t operator()(float16x8_t x) const { return x; }
+};
+struct ReLU {
+  float16x8_t operator()(float16x8_t x) const {
+    const float16x8_t zero = vdupq_n_f16(0);
+    return vbslq_f16(vcltq_f16(x, zero), zero, x);
+  }
+};
+struct Clip {
+  float16x8_t lo, hi;
+  float16x8_t operator()(float16x8_t x) const {
+    const float16x8_t m = vbslq_f16(vcltq_f16(x, lo), lo, x);  // std::max(x, lo)
+    return vbslq_f16(vcltq_f16(hi, m), hi, m);                   // std::min(m, hi)
+  }
+};
+struct Leaky {
+  float16x8_t slope;
+  float16x8_t operator()(float16x8_t x) const {
+    return vbslq_f16(vcgtq_f16(x, vdupq_n_f16(0)), x, vmulq_f16(x, slope));
+  }
+};
+
+// Input channel 8j + L of the block loaded in v: one weight vector per output block,
+// then an FMLA by element per accumulator.
+template <int kBlocks, int kNp, int L>
+inline void lane(float16x8_t (&acc)[kBlocks][kNp], const float16x8_t (&v)[kNp], const half* w, int rows) {
+  for (int o = 0; o < kBlocks; ++o) {
+    const float16x8_t wv = vld1q_f16(w + L * rows + o * kLanes);
+    for (int p = 0; p < kNp; ++p) acc[o][p] = vfmaq_laneq_f16(acc[o][p], wv, v[p], L);
+  }
+}
+
+template <int kBlocks, int kNp, int... L>
+inline void lanes(float16x8_t (&acc)[kBlocks][kNp], const float16x8_t (&v)[kNp], const half* w, int rows,
+                  std::integer_sequence<int, L...>) {
+  (lane<kBlocks, kNp, L>(acc, v, w, rows), ...);
+}
+
+// One tile: kBlocks blocks of 8 output channels (1 or 2) x kNp pixels. `x[p]` points at
+// pixel p's vector in input block 0; blocks are xstep halves apart. `w` is the panel
+// (bias first, `rows` halves a row).
+template <int kBlocks, int kNp, class Epi>
+inline void tile(const half* const* x, size_t xstep, int kb, const half* w, int rows, half* y, size_t ystep,
+                 const Epi& epi) {
+  float16x8_t acc[kBlocks][kNp];
+  for (int o = 0; o < kBlocks; ++o) {
+    const float16x8_t b = vld1q_f16(w + o * kLanes);
+    for (int p = 0; p < kNp; ++p) acc[o][p] = b;
+  }
+  w += rows;
+  for (int j = 0; j < kb; ++j) {
+    float16x8_t v[kNp];
+    for (int p = 0; p < kNp; ++p) v[p] = vld1q_f16(x[p] + j * xstep);
+    lanes(acc, v, w, rows, std::make_integer_sequence<int, kLanes>());
+    w += kLanes * rows;
+  }
+  for (int o = 0; o < kBlocks; ++o) {
+    for (int p = 0; p < kNp; ++p) vst1q_f16(y + o * ystep + p * kLanes, epi(acc[o][p]));
+  }
+}
+
+// 16 FMLAs of one input channel (lane l of v0-v7) into both accumulator blocks.
+#define KESTREL_F16_ROW(wa, wb, l)                                                                            \
+"fmla v16.8h, " wa ".8h, v0.h[" l "]\n fmla v17.8h, " wa ".8h, v1.h[" l "]\n"                                \
+"fmla v18.8h, " wa ".8h, v2.h[" l "]\n fmla v19.8h, " wa ".8h, v3.h[" l "]\n"                                \
+"fmla v20.8h, " wa ".8h, v4.h[" l "]\n fmla v21.8h, " wa ".8h, v5.h[" l "]\n"                                \
+"fmla v22.8h, " wa ".8h, v6.h[" l "]\n fmla v23.8h, " wa ".8h, v7.h[" l "]\n"                                \
+"fmla v24.8h, " wb ".8h, v0.h[" l "]\n fmla v25.8h, " wb ".8h, v1.h[" l "]\n"                                \
+"fmla v26.8h, " wb ".8h, v2.h[" l "]\n fmla v27.8h, " wb ".8h, v3.h[" l "]\n"                                \
+"fmla v28.8h, " wb ".8h, v4.h[" l "]\n fmla v29.8h, " wb ".8h, v5.h[" l "]\n"                                \
+"fmla v30.8h, " wb ".8h, v6.h[" l "]\n fmla v31.8h, " wb ".8h, v7.h[" l "]\n"
+
+// The full tile (16 output channels x 8 contiguous pixels) with its registers placed by
+// hand: FMLA by element on halves takes its element from v0-v15 only, and GCC, left to
+// itself, reloads operands (57 loads for the 128 FMLAs of a block). Here the 8 pixel
+// vectors live in v0-v7, 4 weight rows of 16 channels in v8-v15 (two loads per half
+// block), the 16 accumulators in v16-v31: per input block 2 + 4 ld1 of 4 registers for
+// 128 FMLA. Same order as tile(): bias, then input channel by input channel.
+template <class Epi>
+inline void tile_16x8(const half* x, size_t xstep, int kb, const half* w, half* y, size_t ystep, const Epi& epi) {
+  register float16x8_t a0 asm("v16"), a1 asm("v17"), a2 asm("v18"), a3 asm("v19"), a4 asm("v20"), a5 asm("v21"),
+      a6 asm("v22"), a7 asm("v23"), b0 asm("v24"), b1 asm("v25"), b2 asm("v26"), b3 asm("v27"), b4 asm("v28"),
+      b5 asm("v29"), b6 asm("v30"), b7 asm("v31");
+  const size_t xskip = xstep * sizeof(half) - 64;  // the second 4 pixels follow the first
+  asm volatile(
+      "ld1 {v24.8h, v25.8h}, [%[w]], #32\n"  // bias: channels 0-7, 8-15
+      "mov v16.16b, v24.16b\n mov v17.16b, v24.16b\n mov v18.16b, v24.16b\n mov v19.16b, v24.16b\n"
+      "mov v20.16b, v24.16b\n mov v21.16b, v24.16b\n mov v22.16b, v24.16b\n mov v23.16b, v24.16b\n"
+      "mov v26.16b, v25.16b\n mov v27.16b, v25.16b\n mov v28.16b, v25.16b\n mov v29.16b, v25.16b\n"
+      "mov v30.16b, v25.16b\n mov v31.16b, v25.16b\n mov v24.16b, v25.16b\n"
+      ".Lf16_conv1x1_block%=:\n"
+      "ld1 {v0.8h, v1.8h, v2.8h, v3.8h}, [%[x]], #64\n"
+      "ld1 {v4.8h, v5.8h, v6.8h, v7.8h}, [%[x]], %[xskip]\n"
+      "ld1 {v8.8h, v9.8h, v10.8h, v11.8h}, [%[w]], #64\n"
+      "ld1 {v12.8h, v13.8h, v14.8h, v15.8h}, [%[w]], #64\n"
+      KESTREL_F16_ROW("v8", "v9", "0") KESTREL_F16_ROW("v10", "v11", "1")
+      KESTREL_F16_ROW("v12", "v13", "2") KESTREL_F16_ROW("v14", "v15", "3")
+      "ld1 {v8.8h, v9.8h, v10.8h, v11.8h}, [%[w]], #64\n"
+      "ld1 {v12.8h, v13.8h, v14.8h, v15.8h}, [%[w]], #64\n"
+      KESTREL_F16_ROW("v8", "v9", "4") KESTREL_F16_ROW("v10", "v11", "5")
+      KESTREL_F16_ROW("v12", "v13", "6") KESTREL_F16_ROW("v14", "v15", "7")
+      "subs %w[kb], %w[kb], #1\n"
+      "b.ne .Lf16_conv1x1_block%=\n"
+      : [x] "+r"(x), [w] "+r"(w), [kb] "+r"(kb), "=w"(a0), "=w"(a1), "=w"(a2), "=w"(a3), "=w"(a4), "=w"(a5),
+        "=w"(a6), "=w"(a7), "=w"(b0), "=w"(b1), "=w"(b2), "=w"(b3), "=w"(b4), "=w"(b5), "=w"(b6), "=w"(b7)
+      : [xskip] "r"(xskip)
+      : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "cc",
+        "memory");
+  const float16x8_t lo[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, hi[8] = {b0, b1, b2, b3, b4, b5, b6, b7};
+  for (int p = 0; p < 8; ++p) {
+    vst1q_f16(y + p * kLanes, epi(lo[p]));
+    vst1q_f16(y + ystep + p * kLanes, epi(hi[p]));
+  }
+}
+
+#undef KESTREL_F16_ROW
+
+}  // namespace kestrel::kernels::arm::conv1x1_pack8_f16
