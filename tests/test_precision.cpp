@@ -17,44 +17,6 @@
 
 namespace {
 
-// a * b + c rounded once to a half, in integers: every half is an integer times 2^-24,
-// so the exact value is N * 2^-48 with N a 128-bit integer.
-uint16_t exact_fma(uint16_t ha, uint16_t hb, uint16_t hc) {
-  auto units = [](uint16_t h) {  // the half as an integer count of 2^-24
-    const int e = (h >> 10) & 0x1f;
-    const __int128 m = e ? (h & 0x3ff) | 0x400 : (h & 0x3ff);
-    const __int128 v = e ? m << (e - 1) : m;
-    return (h & 0x8000) ? -v : v;
-  };
-  const __int128 n = units(ha) * units(hb) + (units(hc) << 24);  // units of 2^-48
-  if (n == 0) {
-    // Exact zero: -0 only when both addends are -0 (round to nearest).
-    const bool neg_prod = ((ha ^ hb) & 0x8000) != 0;
-    return (neg_prod && (hc & 0x8000)) ? 0x8000 : 0;
-  }
-  const bool neg = n < 0;
-  const unsigned __int128 mag = neg ? -static_cast<unsigned __int128>(n) : n;
-  // Quantum of the result: 2^(msb - 10) units for normal halves, 2^24 units (2^-24) below.
-  int msb = 127;
-  while (!((mag >> msb) & 1)) --msb;
-  const int shift = std::max(msb - 10, 24);
-  unsigned __int128 q = mag >> shift;
-  const unsigned __int128 rem = mag - (q << shift), half = static_cast<unsigned __int128>(1) << (shift - 1);
-  if (rem > half || (rem == half && (q & 1))) ++q;
-  // q * 2^(shift - 48) as a half: the exponent field is shift - 23 for q in [2^10, 2^11).
-  int field = shift - 23;
-  if (q == 0x800) q >>= 1, ++field;  // rounding carried into the next binade
-  uint16_t bits;
-  if (q < 0x400) {
-    bits = static_cast<uint16_t>(q);  // subnormal (shift 24)
-  } else if (field >= 31) {
-    bits = 0x7c00;
-  } else {
-    bits = static_cast<uint16_t>((field << 10) | static_cast<int>(q & 0x3ff));
-  }
-  return static_cast<uint16_t>(bits | (neg ? 0x8000 : 0));
-}
-
 float h2f(uint16_t h) { return kestrel::half_to_float(h); }
 
 bool all_halves(const kestrel::Mat& m) {
@@ -76,38 +38,6 @@ kestrel::Mat run_blob(const kestrel::Net& net, const kestrel::Mat& in, const cha
 }  // namespace
 
 TEST_SUITE("precision") {
-  TEST_CASE("f16::fma rounds a * b + c once, as integers say") {
-    std::mt19937 rng(26);
-    // Finite halves of every exponent, subnormals included, and products that cancel.
-    auto finite = [&] {
-      for (;;) {
-        const uint16_t h = static_cast<uint16_t>(rng());
-        if (((h >> 10) & 0x1f) != 0x1f) return h;
-      }
-    };
-    int checked = 0;
-    for (int i = 0; i < 300000; ++i) {
-      const uint16_t a = finite(), b = finite();
-      uint16_t c = finite();
-      if (i % 3 == 0) c = kestrel::float_to_half(-h2f(a) * h2f(b));  // near-cancellation
-      if (((c >> 10) & 0x1f) == 0x1f) c = finite();                  // unless that overflowed
-      const uint16_t want = exact_fma(a, b, c);
-      const float got = kestrel::kernels::f16::fma(h2f(a), h2f(b), h2f(c));
-      if (kestrel::float_to_half(got) != want) {
-        FAIL_CHECK("fma(" << h2f(a) << ", " << h2f(b) << ", " << h2f(c) << "): got " << got << ", want "
-                          << h2f(want));
-        break;
-      }
-      ++checked;
-    }
-    CHECK(checked == 300000);
-    // A tie that rounding the double sum first would break the wrong way: 2049 = 2048 + 1
-    // is halfway between the halves 2048 and 2050; a tiny product decides it.
-    CHECK(kestrel::kernels::f16::fma(1.f, 2049.f - 2048.f, 2048.f) == 2048.f);  // tie to even
-    CHECK(kestrel::kernels::f16::fma(1.f + 1.f / 1024, 1.f, 2048.f) == 2050.f);  // just above the tie
-    CHECK(std::isinf(kestrel::kernels::f16::fma(65504.f, 2.f, 0.f)));
-  }
-
   TEST_CASE("fp32 <-> fp16 array kernels match the reference, tails included") {
     std::mt19937 rng(7);
     std::vector<float> src(77);
@@ -245,3 +175,82 @@ TEST_SUITE("precision") {
     }
   }
 }
+
+// The exact model needs 128-bit integers (64-bit targets; armv7 has none).
+#if defined(__SIZEOF_INT128__)
+namespace {
+
+// a * b + c rounded once to a half, in integers: every half is an integer times 2^-24,
+// so the exact value is N * 2^-48 with N a 128-bit integer.
+uint16_t exact_fma(uint16_t ha, uint16_t hb, uint16_t hc) {
+  auto units = [](uint16_t h) {  // the half as an integer count of 2^-24
+    const int e = (h >> 10) & 0x1f;
+    const __int128 m = e ? (h & 0x3ff) | 0x400 : (h & 0x3ff);
+    const __int128 v = e ? m << (e - 1) : m;
+    return (h & 0x8000) ? -v : v;
+  };
+  const __int128 n = units(ha) * units(hb) + (units(hc) << 24);  // units of 2^-48
+  if (n == 0) {
+    // Exact zero: -0 only when both addends are -0 (round to nearest).
+    const bool neg_prod = ((ha ^ hb) & 0x8000) != 0;
+    return (neg_prod && (hc & 0x8000)) ? 0x8000 : 0;
+  }
+  const bool neg = n < 0;
+  const unsigned __int128 mag = neg ? -static_cast<unsigned __int128>(n) : n;
+  // Quantum of the result: 2^(msb - 10) units for normal halves, 2^24 units (2^-24) below.
+  int msb = 127;
+  while (!((mag >> msb) & 1)) --msb;
+  const int shift = std::max(msb - 10, 24);
+  unsigned __int128 q = mag >> shift;
+  const unsigned __int128 rem = mag - (q << shift), half = static_cast<unsigned __int128>(1) << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;
+  // q * 2^(shift - 48) as a half: the exponent field is shift - 23 for q in [2^10, 2^11).
+  int field = shift - 23;
+  if (q == 0x800) q >>= 1, ++field;  // rounding carried into the next binade
+  uint16_t bits;
+  if (q < 0x400) {
+    bits = static_cast<uint16_t>(q);  // subnormal (shift 24)
+  } else if (field >= 31) {
+    bits = 0x7c00;
+  } else {
+    bits = static_cast<uint16_t>((field << 10) | static_cast<int>(q & 0x3ff));
+  }
+  return static_cast<uint16_t>(bits | (neg ? 0x8000 : 0));
+}
+
+}  // namespace
+
+TEST_SUITE("precision") {
+  TEST_CASE("f16::fma rounds a * b + c once, as integers say") {
+    std::mt19937 rng(26);
+    // Finite halves of every exponent, subnormals included, and products that cancel.
+    auto finite = [&] {
+      for (;;) {
+        const uint16_t h = static_cast<uint16_t>(rng());
+        if (((h >> 10) & 0x1f) != 0x1f) return h;
+      }
+    };
+    int checked = 0;
+    for (int i = 0; i < 300000; ++i) {
+      const uint16_t a = finite(), b = finite();
+      uint16_t c = finite();
+      if (i % 3 == 0) c = kestrel::float_to_half(-h2f(a) * h2f(b));  // near-cancellation
+      if (((c >> 10) & 0x1f) == 0x1f) c = finite();                  // unless that overflowed
+      const uint16_t want = exact_fma(a, b, c);
+      const float got = kestrel::kernels::f16::fma(h2f(a), h2f(b), h2f(c));
+      if (kestrel::float_to_half(got) != want) {
+        FAIL_CHECK("fma(" << h2f(a) << ", " << h2f(b) << ", " << h2f(c) << "): got " << got << ", want "
+                          << h2f(want));
+        break;
+      }
+      ++checked;
+    }
+    CHECK(checked == 300000);
+    // A tie that rounding the double sum first would break the wrong way: 2049 = 2048 + 1
+    // is halfway between the halves 2048 and 2050; a tiny product decides it.
+    CHECK(kestrel::kernels::f16::fma(1.f, 2049.f - 2048.f, 2048.f) == 2048.f);  // tie to even
+    CHECK(kestrel::kernels::f16::fma(1.f + 1.f / 1024, 1.f, 2048.f) == 2050.f);  // just above the tie
+    CHECK(std::isinf(kestrel::kernels::f16::fma(65504.f, 2.f, 0.f)));
+  }
+}
+#endif

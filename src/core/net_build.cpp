@@ -494,8 +494,12 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
     return Status::Ok();
   });
   if (!s.ok()) return s;
-  mark_half_inputs(net);
-  finish_weight_release(net);
+  s = oom_names("releasing packed-away weights", [&] {
+    mark_half_inputs(net);
+    finish_weight_release(net);
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
   s = oom_names("planning memory", [&] {
     choose_inplace(net);
     choose_concat_aliases(net);
