@@ -91,7 +91,8 @@ TEST_SUITE("kernels") {
       for (int in_c : {8, 16, 24, 64}) {
         for (int out_c : {8, 16, 24, 40}) {
           const std::pair<int, int> sizes[] = {{1, 1}, {1, 7}, {3, 5}, {4, 4}, {7, 7}, {2, 17}};
-          for (auto [h, w] : sizes) {
+          for (const auto& hw : sizes) {
+            const int h = hw.first, w = hw.second;  // not a structured binding: INFO captures them
             for (int stride : {1, 2}) {
               ConvGeometry g = probe;
               g.in_c = in_c;
