@@ -1,6 +1,7 @@
 // What every TF.js op converter shares: constants, axes and broadcasting, and the
 // layout arithmetic between TF's NHWC tensors and Kestrel's [C,H,W] blobs.
 #include <algorithm>
+#include <cstdint>
 
 #include "tfjs/tfjs_ops.h"
 
@@ -23,7 +24,11 @@ std::string dims_text(const std::vector<int64_t>& v) {
 
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
-  for (int64_t d : dims) p *= d;
+  for (int64_t d : dims) {
+    // Saturates instead of overflowing (a crafted graph's dims): no real tensor is that
+    // large, and the shape checks downstream refuse it.
+    if (__builtin_mul_overflow(p, d, &p)) return INT64_MAX;
+  }
   return p;
 }
 

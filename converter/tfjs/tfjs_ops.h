@@ -103,6 +103,7 @@ struct OpSpec {
 Status unsupported(const std::string& what);
 Status invalid(const std::string& what);
 std::string dims_text(const std::vector<int64_t>& v);
+// The product of dims, INT64_MAX where it would overflow.
 int64_t product(const std::vector<int64_t>& dims);
 // Constant input i as integers; `what` names it when it is not a constant.
 Status const_ints(const OpContext& ctx, size_t i, const char* what, std::vector<int64_t>* out);

@@ -48,8 +48,8 @@ Status convert_reshape(OpContext& ctx) {
       infer = static_cast<int>(i);
     } else if (target[i] < 0) {
       return invalid("shape " + dims_text(target) + " is invalid");
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      return invalid("shape " + dims_text(target) + " has more elements than fit in 64 bits");
     }
   }
   if (infer >= 0) {
