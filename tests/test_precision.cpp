@@ -189,7 +189,7 @@ uint16_t exact_fma(uint16_t ha, uint16_t hb, uint16_t hc) {
     const __int128 v = e ? m << (e - 1) : m;
     return (h & 0x8000) ? -v : v;
   };
-  const __int128 n = units(ha) * units(hb) + (units(hc) << 24);  // units of 2^-48
+  const __int128 n = units(ha) * units(hb) + units(hc) * (static_cast<__int128>(1) << 24);  // units of 2^-48
   if (n == 0) {
     // Exact zero: -0 only when both addends are -0 (round to nearest).
     const bool neg_prod = ((ha ^ hb) & 0x8000) != 0;
