@@ -17,8 +17,6 @@
 
 namespace {
 
-float h2f(uint16_t h) { return kestrel::half_to_float(h); }
-
 bool all_halves(const kestrel::Mat& m) {
   for (size_t i = 0; i < m.total(); ++i) {
     if (!kestrel::is_exact_half(m.data[i])) return false;
@@ -179,6 +177,8 @@ TEST_SUITE("precision") {
 // The exact model needs 128-bit integers (64-bit targets; armv7 has none).
 #if defined(__SIZEOF_INT128__)
 namespace {
+
+float h2f(uint16_t h) { return kestrel::half_to_float(h); }
 
 // a * b + c rounded once to a half, in integers: every half is an integer times 2^-24,
 // so the exact value is N * 2^-48 with N a 128-bit integer.

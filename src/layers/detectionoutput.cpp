@@ -175,15 +175,23 @@ class DetectionOutput final : public Layer {
     max_kept_per_class_ = keep_top_k_ > 0 ? std::min(candidates, size_t(keep_top_k_)) : candidates;
     kept_cap_ = (max_kept_per_class_ + kVec - 1) / kVec * kVec;
     // Workspace: the boxes by prior, the end of each class's bucket of candidates, the
-    // buckets, the boxes a class kept, and a decoded flag per prior.
+    // buckets, the boxes a class kept, and a decoded flag per prior; each part starts on
+    // kAlignment (64-bit keys after 4-byte pointers fault on 32-bit ARM).
     size_t max_dets = 0, box_bytes = 0, cand_bytes = 0, ends_bytes = sizeof(Key*) * size_t(num_classes_);
-    size_t sum = 0;
+    // Where the part after `bytes` from `offset` starts; false on overflow.
+    const auto next = [](size_t offset, size_t bytes, size_t* end) {
+      size_t e = 0;
+      if (!checked_add(offset, bytes, &e) || !checked_add(e, kAlignment - 1, &e)) return false;
+      *end = e / kAlignment * kAlignment;
+      return true;
+    };
     if (!checked_mul({size_t(num_priors_), size_t(foreground_)}, &max_dets) ||
         !checked_mul({size_t(num_priors_), sizeof(Box)}, &box_bytes) ||
         (static_cast<uint64_t>(max_dets) >> 32) != 0 ||  // a Key's pos: slot * num_priors + prior
-        !checked_mul({max_dets, sizeof(Key)}, &cand_bytes) || !checked_add(box_bytes, cand_bytes, &sum) ||
-        !checked_add(sum, KeptBoxes::floats(kept_cap_) * sizeof(float), &sum) ||
-        !checked_add(sum, ends_bytes, &sum) || !checked_add(sum, size_t(num_priors_), &workspace_bytes)) {
+        !checked_mul({max_dets, sizeof(Key)}, &cand_bytes) || !next(0, box_bytes, &ends_at_) ||
+        !next(ends_at_, ends_bytes, &dets_at_) || !next(dets_at_, cand_bytes, &kept_at_) ||
+        !next(kept_at_, KeptBoxes::floats(kept_cap_) * sizeof(float), &decoded_at_) ||
+        !checked_add(decoded_at_, size_t(num_priors_), &workspace_bytes)) {
       return corrupt("too many priors and classes");
     }
     size_t comparisons = 0;
@@ -210,12 +218,13 @@ class DetectionOutput final : public Layer {
     const float* conf = inputs[1].data;
     const Mat& priors = inputs[2];
     const size_t np = static_cast<size_t>(num_priors_);
-    Box* boxes = static_cast<Box*>(ctx.workspace);
-    Key** ends = reinterpret_cast<Key**>(boxes + np);
-    Key* dets = reinterpret_cast<Key*>(ends + num_classes_);
-    float* kept_groups = reinterpret_cast<float*>(dets + np * static_cast<size_t>(foreground_));
+    char* ws = static_cast<char*>(ctx.workspace);
+    Box* boxes = reinterpret_cast<Box*>(ws);
+    Key** ends = reinterpret_cast<Key**>(ws + ends_at_);
+    Key* dets = reinterpret_cast<Key*>(ws + dets_at_);
+    float* kept_groups = reinterpret_cast<float*>(ws + kept_at_);
     KeptBoxes kept_boxes{kept_groups};
-    unsigned char* decoded = reinterpret_cast<unsigned char*>(kept_groups + KeptBoxes::floats(kept_cap_));
+    unsigned char* decoded = reinterpret_cast<unsigned char*>(ws + decoded_at_);
 
     // Each class's candidates (its top_k best above the threshold) in a bucket of its
     // own, [bucket(c), ends[c]).
@@ -490,6 +499,7 @@ class DetectionOutput final : public Layer {
   bool variance_in_target_ = false;
   int num_priors_ = 0;  // from prepare()
   size_t max_kept_per_class_ = 0, kept_cap_ = 0;  // kept_cap_: its multiple of 4
+  size_t ends_at_ = 0, dets_at_ = 0, kept_at_ = 0, decoded_at_ = 0;  // workspace offsets
 };
 
 }  // namespace
