@@ -1,5 +1,7 @@
 #include "kernels/fc_kernels.h"
 
+#include "kernels/reference_loops.h"
+
 namespace kestrel::kernels {
 
 const std::vector<const FcKernel*>& fc_kernels() {
@@ -16,18 +18,7 @@ const FcKernel* select_fc_kernel(const FcGeometry& g, Isa isa) {
 
 void fc_reference(const FcGeometry& g, const float* weight, const float* bias, const float* in, size_t in_cstep,
                   float* out, int num_threads) {
-  const size_t num_input = g.num_input();
-#pragma omp parallel for num_threads(num_threads)
-  for (int o = 0; o < g.num_output; ++o) {
-    const float* w = weight + static_cast<size_t>(o) * num_input;
-    float sum = 0.f;
-    for (int q = 0; q < g.in_planes; ++q) {
-      const float* x = in + q * in_cstep;
-      for (size_t i = 0; i < g.in_plane; ++i) sum += w[i] * x[i];
-      w += g.in_plane;
-    }
-    out[o] = activate(bias ? sum + bias[o] : sum, g.act);
-  }
+  fc_reference_loop(g, weight, bias, in, in_cstep, out, num_threads, F32Accumulation{g.act});
 }
 
 }  // namespace kestrel::kernels
