@@ -43,6 +43,7 @@ void ExtractorImpl::size_for_net() {
   pending_charged_.assign(nblobs, 0);
   needed_.assign(net_->layers.size(), 0);
   remaining_.assign(nblobs, 0);
+  rounded_inputs_.resize(nblobs);
   stack_.reserve(nblobs * 4 + 8);
   targets_.reserve(net_->outputs.size() + 1);
   bottoms_.reserve(max_arity);
@@ -114,7 +115,6 @@ Status ExtractorImpl::input(const std::string& name, const Mat& in) {
   }
   // fp16 layers read this input as halves: a rounded copy, made once and refilled
   // while nothing else holds it.
-  if (rounded_inputs_.empty()) rounded_inputs_.resize(net_->blob_names.size());
   Mat& r = rounded_inputs_[b];
   if (r.data == nullptr || r.refcount_value() > 1) {
     r = Mat();

@@ -306,7 +306,6 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
     net.max_workspace_bytes = std::max(net.max_workspace_bytes, L.impl->workspace_bytes);
     net.max_workspace_per_thread_bytes =
         std::max(net.max_workspace_per_thread_bytes, L.impl->workspace_per_thread_bytes);
-    net.packed_weight_bytes += L.impl->packed_weight_bytes();
     net.prepared_layers[li] = L.impl.get();
     release_packed_weights(net, li);
   }

@@ -73,7 +73,6 @@ struct NetImpl {
   // F16 weights of the model widened to fp32 (a deque: WeightViews point into them).
   std::deque<std::vector<float>> widened_weights;
   size_t model_weight_bytes = 0;
-  size_t packed_weight_bytes = 0;
 
   // Each weight of the model: its bytes in `buffer`, its fp32 copy (F16 weights) and
   // the layers that use it, as (layer index in the model, position in that layer's

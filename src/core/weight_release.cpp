@@ -70,9 +70,9 @@ void finish_weight_release(NetImpl& net) {
     const uint8_t* last = net.buffer.data() + net.buffer.size();
     if (last > cursor) net.buffer.release(cursor, static_cast<size_t>(last - cursor));
   }
-  net.packed_weight_bytes = 0;
-  for (const NetLayer& l : net.layers) net.packed_weight_bytes += l.impl->packed_weight_bytes();
-  net.resident_weight_bytes = net.packed_weight_bytes + in_place;
+  size_t packed = 0;  // as the layers are now: the layout pass may have packed some again
+  for (const NetLayer& l : net.layers) packed += l.impl->packed_weight_bytes();
+  net.resident_weight_bytes = packed + in_place;
 }
 
 }  // namespace kestrel
