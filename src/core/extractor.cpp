@@ -292,7 +292,7 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
   }
   Status s = L.impl->forward(bottoms_, tops_, ctx);
   bottoms_.clear();
-  if (s.ok() && L.precision == Precision::kFp16) {
+  if (s.ok() && L.precision == Precision::kFp16 && !L.half_io) {
     for (Mat& t : tops_) round_to_half(t, t);
   }
   if (!s.ok()) {
@@ -391,9 +391,10 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
                                                    "' computes it in passing (load with Option::fuse_layers = false "
                                                    "to extract it)");
   }
-  // A blob kept blocked between kernels (Option::blocked_layout) goes out planar.
+  // A blob kept blocked between kernels (Option::blocked_layout) goes out planar, and
+  // one kept as halves between fp16 layers (core/net_half.cpp) as fp32.
   auto hand_out = [&](const Mat& m) {
-    if (m.elempack == 1) {
+    if (m.elempack == 1 && !m.f16) {
       out = m;
       return Status::Ok();
     }
@@ -426,7 +427,8 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
     out = blobs_[b];
     return Status::Ok();
   }
-  out = blobs_[b].elempack == 1 ? blobs_[b].clone(memory_) : convert_packing(blobs_[b], 1, memory_);
+  const Mat& m = blobs_[b];
+  out = m.elempack == 1 && !m.f16 ? m.clone(memory_) : convert_packing(m, 1, memory_);
   drop_computed();
   if (out.data == nullptr) {
     return Status(ErrorCode::kOutOfMemory, "cannot allocate a copy of blob '" + name + "'");

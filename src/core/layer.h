@@ -94,6 +94,14 @@ class Layer {
   // default: planar only, never re-targeted.
   virtual bool set_packs(int /*in_pack*/, int /*out_pack*/, bool /*rechoose*/, bool /*dry_run*/) { return false; }
 
+  // fp16 maps (core/net_half.cpp, where the CPU has fp16 arithmetic): re-targets a layer
+  // prepared at Precision::kFp16 to compute in fp16 on IEEE-half operands, every input
+  // in layout in_pack and outputs[0] in out_pack (1 = planar halves; 8 = blocks of 8
+  // channels, each pixel's 8 halves together), through a kernel whose results equal the
+  // fp16 reference's bit for bit. False, nothing changed, where it has no such kernel.
+  // dry_run: only asks. May throw std::bad_alloc (weights packed again).
+  virtual bool set_half(int /*in_pack*/, int /*out_pack*/, bool /*dry_run*/) { return false; }
+
   // True if forward() never reads inputs[i]'s values and prepare() took only its height
   // and width from it, which a blocked layout leaves as they are (PriorBox and its
   // feature map): such a reader lets the Net block that input.

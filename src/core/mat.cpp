@@ -10,6 +10,7 @@
 #endif
 
 #include "core/checked_math.h"
+#include "core/half.h"
 
 namespace kestrel {
 
@@ -62,9 +63,11 @@ Allocator* default_allocator() {
 size_t Shape::cstep() const {
   size_t plane = 0;
   if (!checked_mul({size_t(w), size_t(h), size_t(d), size_t(elempack)}, &plane)) return 0;
+  if (plane > std::numeric_limits<size_t>::max() / sizeof(float) - kAlignment) return 0;
+  const size_t plane_bytes = plane * (f16 ? 2 : sizeof(float));
   // Channels start on kAlignment so that kernels can use aligned vector loads per channel.
-  if (dims >= 3) return align_up(plane * sizeof(float), kAlignment) / sizeof(float);
-  return plane;
+  if (dims >= 3) return align_up(plane_bytes, kAlignment) / sizeof(float);
+  return align_up(plane_bytes, sizeof(float)) / sizeof(float);
 }
 
 size_t Shape::bytes() const {
@@ -87,7 +90,7 @@ size_t Shape::total() const {
 }
 
 bool Shape::operator==(const Shape& o) const {
-  return dims == o.dims && w == o.w && h == o.h && d == o.d && c == o.c && elempack == o.elempack;
+  return dims == o.dims && w == o.w && h == o.h && d == o.d && c == o.c && elempack == o.elempack && f16 == o.f16;
 }
 
 Mat Mat::external(const Shape& shape, float* data, size_t cstep) {
@@ -99,6 +102,7 @@ Mat Mat::external(const Shape& shape, float* data, size_t cstep) {
   m.d = shape.d;
   m.c = shape.c;
   m.elempack = shape.elempack;
+  m.f16 = shape.f16;
   m.cstep = cstep ? cstep : shape.cstep();
   return m;
 }
@@ -124,6 +128,7 @@ void Mat::copy_fields(const Mat& m) {
   d = m.d;
   c = m.c;
   elempack = m.elempack;
+  f16 = m.f16;
   cstep = m.cstep;
 }
 
@@ -175,6 +180,7 @@ bool Mat::create(const Shape& shape, Allocator* a) {
   d = shape.d;
   c = shape.c;
   elempack = shape.elempack;
+  f16 = shape.f16;
   cstep = shape.cstep();
   return true;
 }
@@ -190,6 +196,7 @@ void Mat::release() {
   dims = 0;
   w = h = d = c = 0;
   elempack = 1;
+  f16 = false;
   cstep = 0;
 }
 
@@ -200,8 +207,8 @@ Mat Mat::clone(Allocator* a) const {
   if (cstep == m.cstep) {
     std::memcpy(m.data, data, total() * sizeof(float));
   } else {
-    const size_t plane = size_t(w) * h * d * elempack;
-    for (int q = 0; q < c; ++q) std::memcpy(m.channel(q), channel(q), plane * sizeof(float));
+    const size_t plane_bytes = size_t(w) * h * d * elempack * (f16 ? 2 : sizeof(float));
+    for (int q = 0; q < c; ++q) std::memcpy(m.channel(q), channel(q), plane_bytes);
   }
   return m;
 }
@@ -216,7 +223,7 @@ void Mat::fill(float v) {
 
 Mat Mat::reshape(const Shape& s) const {
   Mat m;
-  if (data == nullptr || s.total() != shape().total() || s.elempack != 1 || elempack != 1) return m;
+  if (data == nullptr || s.total() != shape().total() || s.elempack != 1 || elempack != 1 || f16 || s.f16) return m;
   const size_t plane = size_t(w) * h * d;
   const bool dense = dims <= 2 || c == 1 || cstep == plane;
   const bool dense_target = s.dims <= 2 || s.c == 1 || s.cstep() == size_t(s.w) * s.h * s.d;
@@ -240,13 +247,19 @@ Mat convert_packing(const Mat& src, int elempack, Allocator* a) {
   Shape s = src.shape();
   s.c = channels / elempack;
   s.elempack = elempack;
+  s.f16 = false;
   if (!dst.create(s, a)) return dst;
   const size_t plane = size_t(src.w) * src.h * src.d;
   // Real channel k lives in block k / pack at lane k % pack.
   for (int k = 0; k < channels; ++k) {
-    const float* sp = src.channel(k / src.elempack) + k % src.elempack;
     float* dp = dst.channel(k / elempack) + k % elempack;
-    for (size_t i = 0; i < plane; ++i) dp[i * elempack] = sp[i * src.elempack];
+    if (src.f16) {
+      const uint16_t* sp = reinterpret_cast<const uint16_t*>(src.channel(k / src.elempack)) + k % src.elempack;
+      for (size_t i = 0; i < plane; ++i) dp[i * elempack] = half_to_float(sp[i * src.elempack]);
+    } else {
+      const float* sp = src.channel(k / src.elempack) + k % src.elempack;
+      for (size_t i = 0; i < plane; ++i) dp[i * elempack] = sp[i * src.elempack];
+    }
   }
   return dst;
 }

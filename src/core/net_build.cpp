@@ -8,6 +8,7 @@
 #include "core/guard.h"
 #include "core/half.h"
 #include "core/net_fuse.h"
+#include "core/net_half.h"
 #include "core/net_layout.h"
 #include "core/net_precision.h"
 #include "core/net_impl.h"
@@ -483,6 +484,10 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
   if (!(s = oom_names("checking row counts", [&] { return check_data_dependent_rows(net); })).ok()) return s;
   s = oom_names("choosing layouts", [&] {
+    if (opt.kernels == KernelSet::kFast) {
+      Status hs = choose_half_maps(net);
+      if (!hs.ok()) return hs;
+    }
     if (opt.blocked_layout && opt.kernels == KernelSet::kFast) choose_blocked_layouts(net);
     return Status::Ok();
   });

@@ -37,6 +37,8 @@ struct NetLayer {
   // Option::precision as it applies to this layer (core/net_precision.cpp): kFp16 only
   // for layer types with an fp16 path; the Extractor rounds such a layer's outputs.
   Precision precision = Precision::kFp32;
+  // Reads and writes halves (Layer::set_half, core/net_half.cpp): nothing to round.
+  bool half_io = false;
 };
 
 struct NetImpl {

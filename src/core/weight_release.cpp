@@ -21,6 +21,8 @@ bool read_in_place(const NetImpl& net, const NetImpl::ModelWeight& w) {
 }  // namespace
 
 void release_packed_weights(NetImpl& net, int li) {
+  // Layers the Net added (core/net_half.cpp) hold no model weights.
+  if (static_cast<size_t>(li) >= net.model->layers()->size()) return;
   const fb::Layer* fl = net.model->layers()->Get(static_cast<flatbuffers::uoffset_t>(li));
   if (!fl->weights()) return;
   for (uint32_t w : *fl->weights()) {

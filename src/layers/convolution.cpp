@@ -138,6 +138,28 @@ class Convolution final : public Layer {
     return true;
   }
 
+  // Re-targets the layer to fp16 arithmetic on halves (Layer::set_half): the fp16 kernel
+  // the registry picks for the geometry in those layouts, its weights (already rounded to
+  // halves at load) packed as halves. The reference set keeps the fp16 oracle.
+  bool set_half(int in_pack, int out_pack, bool dry_run) override {
+    if (f16_reference_ || (!kernel_ && !fc_kernel_)) return false;
+    kernels::ConvGeometry g = g_;
+    g.f16 = true;
+    g.in_pack = in_pack;
+    g.out_pack = out_pack;
+    const kernels::ConvKernel* k = kernels::select_conv_kernel(g, kernels::active_isa());
+    if (!k || !k->f16) return false;
+    if (dry_run) return true;
+    fc_kernel_ = nullptr;
+    if (!bind_packed_kernel(k, g, weight_, bias_, "convolution weights", this, &packed_, &kernel_).ok()) {
+      throw std::bad_alloc();
+    }
+    g_ = g;
+    std::snprintf(name_, sizeof name_, "%s[h%d>h%d]", kernel_->name, g_.in_pack, g_.out_pack);
+    kernel_name = name_;
+    return true;
+  }
+
   size_t packed_weight_bytes() const override {
     return kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0;
   }

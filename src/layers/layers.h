@@ -44,6 +44,10 @@ std::unique_ptr<Layer> create_interp_layer();
 std::unique_ptr<Layer> create_shufflechannel_layer();
 std::unique_ptr<Layer> create_reduce_layer();
 std::unique_ptr<Layer> create_gemm_layer();
+// Not a model layer type: the conversion the Net inserts between fp32 and fp16 maps
+// (core/net_half.cpp). to_half: fp32 maps in, halves out; else halves in, fp32 out.
+// The output's layout is out_pack (1, 4 or 8; channels a multiple of it).
+std::unique_ptr<Layer> create_half_convert_layer(bool to_half, int out_pack);
 
 namespace layer_util {
 

@@ -1,0 +1,114 @@
+// fp16 maps (core/net_half.cpp): where the CPU has fp16 arithmetic, consecutive fp16
+// layers with kernels for halves hand each other halves, and HalfConvert copies sit at
+// the boundaries. The fp16 kernels equal the fp16 reference bit for bit and the reference
+// rounds the same maps, so every blob computed by fp16 kernels alone (from the input on)
+// equals the fp16 oracle's (the reference kernel set at Precision::kFp16) bit for bit;
+// the others, through fp32 kernels rounded to halves, are within fp16's error of it.
+// Where the CPU has no fp16 arithmetic nothing is re-targeted.
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+#include "kernels/isa.h"
+#include "test_util.h"
+
+namespace {
+
+// A chain with 1x1 layers (an fp16 kernel each), a depthwise stride 2 and a 3x3 layer,
+// channels that are multiples of 8 and one that is not.
+kestrel::ModelBuilder half_chain() {
+  kestrel::ModelBuilder b;
+  b.add_input("data", {16, 9, 7});
+  kt::add_conv(b, "a", "data", 16, 24, 1);
+  kt::add_conv(b, "b", "a", 24, 16, 1);
+  kt::add_depthwise(b, "dw", "b", 16, 2, 5);
+  kt::add_conv(b, "c", "dw", 16, 32, 1);
+  kt::add_conv(b, "d", "c", 32, 12, 3);
+  kt::add_conv(b, "e", "d", 12, 16, 1);
+  kt::add_conv(b, "f", "e", 16, 8, 1);
+  b.add_output("f");
+  return b;
+}
+
+const char* const kBlobs[] = {"a", "b", "dw", "c", "d", "e", "f"};
+
+// The largest difference between two planar fp32 maps of one shape, channel padding
+// left out; NaN where they differ in NaNs; +0 and -0 count as equal (a kernel may
+// multiply a zero padding tap the reference skips).
+float worst_difference(const kestrel::Mat& x, const kestrel::Mat& y) {
+  float worst = 0.f;
+  const size_t plane = static_cast<size_t>(x.w) * x.h * x.d;
+  for (int q = 0; q < x.c; ++q) {
+    for (size_t i = 0; i < plane; ++i) {
+      const float a = x.channel(q)[i], b = y.channel(q)[i];
+      if (std::isnan(a) != std::isnan(b)) return NAN;
+      if (!std::isnan(a)) worst = std::max(worst, std::fabs(a - b));
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_SUITE("precision") {
+  TEST_CASE("fp16 maps: fp16 kernels hand halves on, equal to the fp16 oracle bit for bit") {
+    const kestrel::ModelBuilder builder = half_chain();
+    kestrel::Net oracle, fast;
+    oracle.option().kernels = kestrel::KernelSet::kReference;
+    oracle.option().precision = fast.option().precision = kestrel::Precision::kFp16;
+    REQUIRE(kt::load(oracle, builder).ok());
+    const kestrel::Status loaded = kt::load(fast, builder);
+    INFO(loaded.message());
+    REQUIRE(loaded.ok());
+    const kestrel::Mat in = kt::random_input(fast, "data", 21);
+    // What ran: each layer's kernel, and the conversions.
+    std::map<std::string, std::string> kernel;
+    int converts = 0;
+    for (int threads : {1, 3}) {
+      INFO("threads " << threads);
+      for (const char* blob : kBlobs) {
+        INFO("blob " << std::string(blob));
+        kestrel::Extractor ex = fast.create_extractor();
+        ex.set_num_threads(threads);
+        ex.set_observer([&](const kestrel::LayerEvent& e) {
+          kernel[e.layer_name] = e.kernel;
+          converts += std::string(e.layer_type) == "HalfConvert";
+        });
+        REQUIRE(ex.input("data", in).ok());
+        kestrel::Mat got;
+        REQUIRE(ex.extract(blob, got).ok());
+        CHECK(got.elempack == 1);
+        CHECK_FALSE(got.f16);
+        kestrel::Extractor ox = oracle.create_extractor();
+        REQUIRE(ox.input("data", in).ok());
+        kestrel::Mat want;
+        REQUIRE(ox.extract(blob, want).ok());
+        REQUIRE(got.shape() == want.shape());
+        // Bit for bit where every layer from the input to this blob ran an fp16 kernel.
+        bool exact = true;
+        for (const char* up : kBlobs) {
+          exact = exact && kernel[up].rfind("f16_", 0) == 0;
+          if (std::string(up) == blob) break;
+        }
+        const float worst = worst_difference(got, want);
+        if (exact) {
+          CHECK(worst == 0.f);
+        } else {
+          CHECK(worst < 0.05f);
+        }
+      }
+    }
+    if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+      for (const auto& [name, k] : kernel) CHECK_MESSAGE(k.rfind("f16_", 0) != 0, name << " ran " << k);
+      CHECK(converts == 0);
+      MESSAGE("no fp16 arithmetic here: no layer re-targeted to halves");
+      return;
+    }
+    // The 1x1 layers between fp16 layers run the fp16 kernel; "f" writes the network's
+    // output, which stays fp32.
+    for (const char* l : {"a", "b", "c"}) CHECK_MESSAGE(kernel[l].rfind("f16_conv1x1", 0) == 0, l << " ran " << kernel[l]);
+    CHECK(kernel["f"].rfind("f16_", 0) != 0);
+    CHECK(converts > 0);
+  }
+}
