@@ -7,6 +7,7 @@ namespace kestrel::kernels::detail {
 std::vector<const ConvKernel*> arch_conv_kernels() {
   return {
       &arm::kF16Conv1x1Pack8_Neon,
+      &arm::kF16DwConv3x3Pack8_Neon,
       &arm::kF32Conv1x1Pack4_12x7_Neon,
       &arm::kF32Conv1x1Pack4_Neon,
       &arm::kF32Conv1x1_8x8_Neon,

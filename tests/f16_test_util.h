@@ -1,0 +1,101 @@
+// Helpers of the fp16 kernel suites (test_kernels_f16*.cpp): pack8 maps of halves built
+// from planar fp32 values and read back, random values that are halves, the fp16
+// kernels of this build, and the comparison the kernels are held to.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/conv_kernels.h"
+
+namespace kt {
+
+// 4-byte units between pack8 blocks of a w x h map of halves, 64-byte aligned.
+inline size_t block_units(int w, int h) { return (static_cast<size_t>(w) * h * 8 / 2 + 15) / 16 * 16; }
+
+// Planar halves (bits, NaN payloads kept) -> pack8 halves, blocks `cstep` 4-byte units
+// apart; the channel padding and 64 halves past the last block hold `fill`.
+inline std::vector<uint16_t> to_pack8_bits(const std::vector<uint16_t>& planar, int c, int plane, size_t cstep,
+                                           uint16_t fill = 0) {
+  std::vector<uint16_t> out(cstep * 2 * (c / 8) + 64, fill);
+  for (int ch = 0; ch < c; ++ch) {
+    for (int p = 0; p < plane; ++p) {
+      out[(ch / 8) * cstep * 2 + static_cast<size_t>(p) * 8 + ch % 8] = planar[static_cast<size_t>(ch) * plane + p];
+    }
+  }
+  return out;
+}
+
+// Planar fp32 values (halves) -> pack8 halves, as to_pack8_bits.
+inline std::vector<uint16_t> to_pack8(const std::vector<float>& planar, int c, int plane, size_t cstep,
+                                      uint16_t fill = 0) {
+  std::vector<uint16_t> bits(planar.size());
+  for (size_t i = 0; i < planar.size(); ++i) bits[i] = kestrel::float_to_half(planar[i]);
+  return to_pack8_bits(bits, c, plane, cstep, fill);
+}
+
+inline std::vector<float> from_pack8(const std::vector<uint16_t>& packed, int c, int plane, size_t cstep) {
+  std::vector<float> out(static_cast<size_t>(c) * plane);
+  for (int ch = 0; ch < c; ++ch) {
+    for (int p = 0; p < plane; ++p) {
+      out[static_cast<size_t>(ch) * plane + p] =
+          kestrel::half_to_float(packed[(ch / 8) * cstep * 2 + static_cast<size_t>(p) * 8 + ch % 8]);
+    }
+  }
+  return out;
+}
+
+// 4-byte units between planar channels of w x h halves, 64-byte aligned (a Mat's cstep).
+inline size_t plane_units(int w, int h) { return ((static_cast<size_t>(w) * h + 1) / 2 + 15) / 16 * 16; }
+
+// Planar fp32 values (halves) -> planar halves, channels `cstep` 4-byte units apart; the
+// channel padding and 64 halves past the last channel hold `fill`.
+inline std::vector<uint16_t> to_planar_halves(const std::vector<float>& planar, int c, int plane, size_t cstep,
+                                              uint16_t fill = 0) {
+  std::vector<uint16_t> out(cstep * 2 * c + 64, fill);
+  for (int ch = 0; ch < c; ++ch) {
+    for (int p = 0; p < plane; ++p) {
+      out[ch * cstep * 2 + p] = kestrel::float_to_half(planar[static_cast<size_t>(ch) * plane + p]);
+    }
+  }
+  return out;
+}
+
+inline std::vector<float> random_halves(size_t n, float range, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-range, range);
+  std::vector<float> v(n);
+  for (float& x : v) x = kestrel::half_to_float(kestrel::float_to_half(d(rng)));
+  return v;
+}
+
+inline std::vector<const kestrel::kernels::ConvKernel*> f16_kernels() {
+  std::vector<const kestrel::kernels::ConvKernel*> ks;
+  for (const kestrel::kernels::ConvKernel* k : kestrel::kernels::conv_kernels()) {
+    if (k->f16) ks.push_back(k);
+  }
+  return ks;
+}
+
+// Index of the first value whose bits differ, or -1.
+inline long first_difference(const std::vector<float>& got, const std::vector<float>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+// Index of the first value whose bits differ, a +0 and a -0 counting as equal (a kernel
+// that multiplies zero padding where the reference skips the tap may change the sign of
+// a zero sum, nothing else), or -1.
+inline long first_difference_but_zero_sign(const std::vector<float>& got, const std::vector<float>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool zeros = got[i] == 0.f && want[i] == 0.f;
+    if (!zeros && std::memcmp(&got[i], &want[i], sizeof(float)) != 0) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+}  // namespace kt
