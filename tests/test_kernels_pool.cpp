@@ -138,7 +138,7 @@ TEST_SUITE("kernels") {
     for (const PoolGeometry& g : geoms) {
       std::vector<const PoolKernel*> claim;
       for (const PoolKernel* k : kernels) {
-        if (k->supports(run_by(g, k))) claim.push_back(k);
+        if (!k->f16 && k->supports(run_by(g, k))) claim.push_back(k);  // f16: test_kernels_f16_pool.cpp
       }
       if (claim.empty()) continue;
       Mat in, ref;
@@ -146,7 +146,7 @@ TEST_SUITE("kernels") {
       REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.channels)));
       std::fill(in.data, in.data + in.total(), NAN);  // channel padding: reading it shows
       kt::fill_random(in, rng, -4.f, 4.f);
-      // A NaN now and then: max pooling ignores it (std::max from -inf), average
+      // A NaN now and then: max pooling propagates it (the window's last NaN wins), average
       // pooling propagates it, and the kernels must agree.
       if (rng() % 8 == 0) in.channel(0)[rng() % (size_t(g.in_w) * g.in_h)] = NAN;
       kestrel::kernels::pool_reference(g, in.data, in.cstep, ref.data, ref.cstep, 1);
@@ -176,6 +176,7 @@ TEST_SUITE("kernels") {
       }
     }
     for (const PoolKernel* k : kernels) {
+      if (k->f16) continue;
       INFO(std::string(k->name));
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");

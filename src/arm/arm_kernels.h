@@ -12,6 +12,7 @@ namespace kestrel::kernels::arm {
 // Convolution (src/arm/f32_conv*_neon.cpp).
 extern const ConvKernel kF16Conv1x1Pack8_Neon;      // fp16 1x1, stride 1 and 2, pack8 halves: 16x8 tiles (FEAT_FP16)
 extern const ConvKernel kF16DwConv3x3Pack8_Neon;    // fp16 3x3 depthwise, stride 1 and 2, pack8 halves (FEAT_FP16)
+extern const ConvKernel kF16ConvStemPack1to8_Neon;  // fp16 3/5/7 stems of <= 4 planar channels into pack8 (FEAT_FP16)
 extern const ConvKernel kF32Conv1x1Pack4_12x7_Neon;  // 1x1, stride 1, pack4 in and out, >= 12 channels: 12x7 tiles
 extern const ConvKernel kF32Conv1x1Pack4_Neon;     // 1x1, stride 1 and 2, pack4 maps read in place
 extern const ConvKernel kF32Conv1x1_8x8_Neon;      // 1x1, stride 1 and 2, packed input and weights
@@ -22,7 +23,9 @@ extern const ConvKernel kF32ConvStemPack1to4_Neon;  // 3/5/7 stems of <= 8 plana
 extern const ConvKernel kF32ConvIm2colPack4_Neon;  // other dense windows, in_c % 4 == 0: pack4 im2col + 8x8 tiles
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
 
-// Pooling (src/arm/f32_pool*_neon.cpp).
+// Pooling (src/arm/f32_pool*_neon.cpp, f16_pool_pack8_neonfp16.cpp).
+extern const PoolKernel kF16PoolGlobalPack8_Neon;  // fp16 storage: global max and average, pack8 halves (FEAT_FP16)
+extern const PoolKernel kF16Pool2dPack8_Neon;      // fp16 storage: any window, pack8 halves in and out (FEAT_FP16)
 extern const PoolKernel kF32PoolGlobalPack4_Neon;  // global max and average, pack4 in, pack4 or planar out
 extern const PoolKernel kF32Pool2dPack4_Neon;     // f32_pool2d_neon's windows on pack4 maps
 extern const PoolKernel kF32PoolGlobal_Neon;      // global max and average

@@ -8,6 +8,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
   return {
       &arm::kF16Conv1x1Pack8_Neon,
       &arm::kF16DwConv3x3Pack8_Neon,
+      &arm::kF16ConvStemPack1to8_Neon,
       &arm::kF32Conv1x1Pack4_12x7_Neon,
       &arm::kF32Conv1x1Pack4_Neon,
       &arm::kF32Conv1x1_8x8_Neon,
@@ -22,6 +23,8 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
 
 std::vector<const PoolKernel*> arch_pool_kernels() {
   return {
+      &arm::kF16PoolGlobalPack8_Neon,
+      &arm::kF16Pool2dPack8_Neon,
       &arm::kF32PoolGlobalPack4_Neon,
       &arm::kF32Pool2dPack4_Neon,
       &arm::kF32PoolGlobal_Neon,

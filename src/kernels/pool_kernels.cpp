@@ -52,6 +52,7 @@ const PoolKernel* select_pool_kernel(const PoolGeometry& g, Isa isa) {
   const int lanes = g.planar() ? 0 : std::max(g.in_pack, g.out_pack);
   for (const PoolKernel* k : pool_kernels()) {
     if (lanes != 0 && k->blocked_lanes != lanes) continue;
+    if (k->f16 != g.f16 || (k->f16 && !active_has(Feature::kFp16Arith))) continue;
     if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && k->supports(g)) return k;
   }
   return nullptr;

@@ -29,6 +29,10 @@ struct PoolGeometry {
   // blocked by W channels (ncnn's elempack). Only a kernel whose blocked_lanes is W is
   // ever asked about a blocked geometry.
   int in_pack = 1, out_pack = 1;
+  // Operands are IEEE halves (Option::precision kFp16 where the CPU has fp16
+  // arithmetic, maps of halves between such layers): only kernels whose PoolKernel::f16
+  // is set claim it.
+  bool f16 = false;
 
   bool planar() const { return in_pack == 1 && out_pack == 1; }
 };
@@ -54,6 +58,11 @@ struct PoolKernel {
   // select_pool_kernel picks for the same geometry made planar; 0: planar only (and
   // supports() refuses blocked geometries).
   int blocked_lanes = 0;
+  // A kernel for halves (PoolGeometry::f16), run only where the CPU has fp16 arithmetic
+  // (kernels/isa.h Feature::kFp16Arith): `in` and `out` point at IEEE halves, in_cstep /
+  // out_cstep still count 4-byte units (a Mat's cstep). Its results are pool_reference's
+  // on the widened halves, rounded to halves (core/half.h float_to_half), bit for bit.
+  bool f16 = false;
 };
 
 // Every pooling kernel compiled into this binary, in priority order.
@@ -64,7 +73,8 @@ const std::vector<const PoolKernel*>& pool_kernels();
 const PoolKernel* select_pool_kernel(const PoolGeometry& g, Isa isa);
 
 // The reference: any geometry, plain loops, one channel per OpenMP iteration. Max
-// ignores NaN (std::max from -inf); average sums row by row and divides.
+// propagates NaN (the window's last one; else its first largest value, from -inf);
+// average sums row by row from +0 and divides.
 void pool_reference(const PoolGeometry& g, const float* in, size_t in_cstep, float* out, size_t out_cstep,
                     int num_threads);
 

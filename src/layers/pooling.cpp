@@ -1,7 +1,8 @@
 // Pooling: max and average over windows, or over the whole plane (global). prepare()
 // picks a fast kernel from the pooling registry when one claims the geometry; the
 // reference loops (kernels::pool_reference) cover the rest and the reference kernel set.
-// The layout pass (core/net_layout.cpp) may then re-target a fast kernel to blocked maps.
+// The layout pass (core/net_layout.cpp) may then re-target a fast kernel to blocked maps,
+// and the fp16 pass (core/net_half.cpp) one prepared at kFp16 to pack8 maps of halves.
 #include <cstdio>
 
 #include "kernels/pool_kernels.h"
@@ -97,6 +98,7 @@ class Pooling final : public Layer {
     g_.pool = pool_;
     g_.count_include_pad = count_include_pad_;
     g_.global = global_;
+    half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast;
     // Chosen once, at Net load.
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_pool_kernel(g_, kernels::active_isa()) : nullptr;
     kernel_name = kernel_ ? kernel_->name : nullptr;
@@ -109,7 +111,7 @@ class Pooling final : public Layer {
   // the blocked kernels are kernels of their own, so the registry picks again whatever
   // rechoose says (as a Convolution does with NEON's pack4 kernels).
   bool set_packs(int in_pack, int out_pack, bool /*rechoose*/, bool dry_run) override {
-    if (!kernel_) return false;
+    if (!kernel_ || g_.f16) return false;
     kernels::PoolGeometry g = g_;
     g.in_pack = in_pack;
     g.out_pack = out_pack;
@@ -123,6 +125,28 @@ class Pooling final : public Layer {
     workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
     // "[4>4]": reads and writes blocks of 4, as the Convolutions' names say.
     std::snprintf(name_, sizeof name_, "%s[%d>%d]", kernel_->name, g_.in_pack, g_.out_pack);
+    kernel_name = name_;
+    return true;
+  }
+
+  // Re-targets the layer to maps of halves (Layer::set_half): the registry's fp16 kernel
+  // for the geometry in those layouts (pack8 in and out). Its results are pool_reference's
+  // rounded to halves, which is what the reference set computes at kFp16 (the Net rounds
+  // the output), so the reference set keeps its loops.
+  bool set_half(int in_pack, int out_pack, bool dry_run) override {
+    if (!half_candidate_) return false;
+    kernels::PoolGeometry g = g_;
+    g.f16 = true;
+    g.in_pack = in_pack;
+    g.out_pack = out_pack;
+    const kernels::PoolKernel* k = kernels::select_pool_kernel(g, kernels::active_isa());
+    if (!k || !k->f16) return false;
+    if (dry_run) return true;
+    kernel_ = k;
+    g_ = g;
+    workspace_bytes = kernel_->workspace_bytes(g_);
+    workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
+    std::snprintf(name_, sizeof name_, "%s[h%d>h%d]", kernel_->name, g_.in_pack, g_.out_pack);
     kernel_name = name_;
     return true;
   }
@@ -142,6 +166,7 @@ class Pooling final : public Layer {
  private:
   fb::PoolType pool_ = fb::PoolType::Max;
   bool global_ = false, ceil_ = false, count_include_pad_ = true;
+  bool half_candidate_ = false;  // prepared at kFp16 on the fast set: set_half may re-target
   int kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
   fb::PadMode pad_mode_ = fb::PadMode::Explicit;
