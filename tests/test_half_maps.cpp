@@ -7,6 +7,7 @@
 // Where the CPU has no fp16 arithmetic nothing is re-targeted.
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -15,23 +16,48 @@
 
 namespace {
 
-// A chain with 1x1 layers (an fp16 kernel each), a depthwise stride 2 and a 3x3 layer,
-// channels that are multiples of 8 and one that is not.
+std::vector<float> seeded(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+kestrel::fb::LayerParamsUnion global_average() {
+  kestrel::fb::PoolingParamT p;
+  p.pool = kestrel::fb::PoolType::Average;
+  p.global = true;
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(p));
+  return u;
+}
+
+// A chain of the layers MobileNets are made of: a stem (3x3 stride 2 from 3 planar
+// channels), 1x1 layers, a depthwise stride 2, a global average pool, and a 3x3 layer
+// (no fp16 kernel: fp32 between conversions); channels that are multiples of 8 and one
+// that is not; two network outputs.
 kestrel::ModelBuilder half_chain() {
   kestrel::ModelBuilder b;
-  b.add_input("data", {16, 9, 7});
-  kt::add_conv(b, "a", "data", 16, 24, 1);
+  b.add_input("data", {3, 19, 15});
+  b.add_layer("Convolution", "s", {"data"}, {"s"}, kt::conv_params(16, 3, 2, 1, true),
+              {b.add_weight("s/w", {16, 3, 3, 3}, seeded(16 * 27, 3)), b.add_weight("s/b", {16}, seeded(16, 4))});
+  kt::add_conv(b, "a", "s", 16, 24, 1);
   kt::add_conv(b, "b", "a", 24, 16, 1);
   kt::add_depthwise(b, "dw", "b", 16, 2, 5);
   kt::add_conv(b, "c", "dw", 16, 32, 1);
+  b.add_layer("Pooling", "p", {"c"}, {"p"}, global_average());
+  kt::add_conv(b, "q", "p", 32, 16, 1);
   kt::add_conv(b, "d", "c", 32, 12, 3);
   kt::add_conv(b, "e", "d", 12, 16, 1);
   kt::add_conv(b, "f", "e", 16, 8, 1);
   b.add_output("f");
+  b.add_output("q");
   return b;
 }
 
-const char* const kBlobs[] = {"a", "b", "dw", "c", "d", "e", "f"};
+// In an order where each blob follows those it is computed from.
+const char* const kBlobs[] = {"s", "a", "b", "dw", "c", "p", "q", "d", "e", "f"};
 
 // The largest difference between two planar fp32 maps of one shape, channel padding
 // left out; NaN where they differ in NaNs; +0 and -0 count as equal (a kernel may
@@ -105,10 +131,13 @@ TEST_SUITE("precision") {
       MESSAGE("no fp16 arithmetic here: no layer re-targeted to halves");
       return;
     }
-    // The 1x1 layers between fp16 layers run the fp16 kernel; "f" writes the network's
-    // output, which stays fp32.
-    for (const char* l : {"a", "b", "c"}) CHECK_MESSAGE(kernel[l].rfind("f16_conv1x1", 0) == 0, l << " ran " << kernel[l]);
-    CHECK(kernel["f"].rfind("f16_", 0) != 0);
+    // The layers between fp16 layers run fp16 kernels. "e" reads 12 channels, which
+    // stay planar, where no fp16 kernel reads them; "f" and "q" write the network's
+    // outputs, which stay fp32.
+    for (const char* l : {"s", "a", "b", "dw", "c", "p"}) {
+      CHECK_MESSAGE(kernel[l].rfind("f16_", 0) == 0, std::string(l) << " ran " << kernel[l]);
+    }
+    for (const char* l : {"d", "e", "f", "q"}) CHECK(kernel[l].rfind("f16_", 0) != 0);
     CHECK(converts > 0);
   }
 }

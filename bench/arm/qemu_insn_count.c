@@ -104,6 +104,8 @@ uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
 const char *qemu_plugin_insn_symbol(const struct qemu_plugin_insn *insn);
 char *qemu_plugin_insn_disas(const struct qemu_plugin_insn *insn);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 void qemu_plugin_outs(const char *string);
 
 #define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -159,8 +161,20 @@ static struct symbol_count *symbol_counter(const char *name) {
   return &unknown;
 }
 
+/* The half-precision FMLA/FMLS (vector, and by element), by encoding: qemu 7.2's
+ * disassembler does not name them. */
+static bool is_f16_fma(const struct qemu_plugin_insn *insn) {
+  if (qemu_plugin_insn_size(insn) != 4) return false;
+  uint32_t w;
+  memcpy(&w, qemu_plugin_insn_data(insn), sizeof w);
+  const uint32_t by_element = w & 0xBFC0B400u;  /* opcode bits 15-12 as 0?01: FMLA or FMLS */
+  const uint32_t vector = w & 0xBF60FC00u;      /* bit 23 (a) free: FMLA or FMLS */
+  return by_element == 0x0F001000u || vector == 0x0E400400u;
+}
+
 /* fmla, fmls (vector, by element) and the scalar fused multiply-adds, by mnemonic. */
 static bool is_fma(const struct qemu_plugin_insn *insn) {
+  if (is_f16_fma(insn)) return true;
   char *d = qemu_plugin_insn_disas(insn);
   if (!d) return false;
   const char *p = d + strspn(d, " \t");

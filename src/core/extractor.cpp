@@ -292,7 +292,7 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
   }
   Status s = L.impl->forward(bottoms_, tops_, ctx);
   bottoms_.clear();
-  if (s.ok() && L.precision == Precision::kFp16 && !L.half_io) {
+  if (s.ok() && L.round_outputs) {
     for (Mat& t : tops_) round_to_half(t, t);
   }
   if (!s.ok()) {

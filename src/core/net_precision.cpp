@@ -19,6 +19,18 @@ constexpr const char* kFp16Types[] = {
     "Scale",       "BatchNorm",     "Concat",       "Split",   "Slice",    "Crop",     "Padding",    "Interp",
     "Reshape",     "Flatten",       "Permute",      "ShuffleChannel", "Squeeze", "Unsqueeze", "Dropout"};
 
+// Layer types that only move values (or drop them): their outputs are halves wherever
+// their inputs are, so rounding them again changes nothing.
+constexpr const char* kMovesValues[] = {"Reshape", "Flatten", "Permute", "Concat",  "Split",          "Slice",
+                                        "Crop",    "Squeeze", "Unsqueeze", "Dropout", "ShuffleChannel"};
+
+bool moves_values(const std::string& type) {
+  for (const char* t : kMovesValues) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
 bool has_fp16_path(const std::string& type) {
   for (const char* t : kFp16Types) {
     if (type == t) return true;
@@ -77,6 +89,19 @@ void mark_half_inputs(NetImpl& net) {
   net.input_as_half.assign(net.blob_names.size(), 0);
   for (int b : net.inputs) {
     for (int c : net.consumers[b]) net.input_as_half[b] |= net.layers[c].precision == Precision::kFp16 ? 1 : 0;
+  }
+  // In execution order, which blobs hold halves only: an input kept as a rounded copy,
+  // the outputs of fp16 layers and of conversions from halves. An fp16 layer that only
+  // moves such values needs no rounding after it.
+  std::vector<char> halves(net.blob_names.size(), 0);
+  for (int b : net.inputs) halves[b] = net.input_as_half[b];
+  for (int li : net.order) {
+    NetLayer& L = net.layers[li];
+    bool all = moves_values(L.type);
+    for (int b : L.bottoms) all = all && halves[b];
+    L.round_outputs = L.precision == Precision::kFp16 && !L.half_io && !all;
+    const bool out_halves = L.precision == Precision::kFp16 || L.type == "HalfConvert";
+    for (int t : L.tops) halves[t] = out_halves;
   }
 }
 

@@ -20,7 +20,8 @@ Precision resolve_precision(const NetImpl& net, int li, const Option& opt);
 // where a value is NaN, infinite or beyond +-65504.
 Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weights);
 
-// Sets NetImpl::input_as_half: the inputs an fp16 layer reads (after fusion).
+// Sets NetImpl::input_as_half: the inputs an fp16 layer reads, and NetLayer::round_outputs
+// (after fusion and the layout passes).
 void mark_half_inputs(NetImpl& net);
 
 // Rounds every value of `m` to a half, in place (src == dst) or into dst (same shape).
