@@ -64,6 +64,30 @@ inline std::vector<uint16_t> to_planar_halves(const std::vector<float>& planar, 
   return out;
 }
 
+// Planar halves (channels `cstep` 4-byte units apart) -> planar fp32 values.
+inline std::vector<float> from_planar_halves(const std::vector<uint16_t>& halves, int c, int plane, size_t cstep) {
+  std::vector<float> out(static_cast<size_t>(c) * plane);
+  for (int ch = 0; ch < c; ++ch) {
+    for (int p = 0; p < plane; ++p) {
+      out[static_cast<size_t>(ch) * plane + p] = kestrel::half_to_float(halves[ch * cstep * 2 + p]);
+    }
+  }
+  return out;
+}
+
+// Halves of a planar map's buffer outside its c channels of `plane` values (the channel
+// padding, the tail) that no longer hold `fill`.
+inline size_t planar_padding_changed(const std::vector<uint16_t>& halves, int c, int plane, size_t cstep,
+                                     uint16_t fill) {
+  size_t changed = 0;
+  for (size_t i = 0; i < halves.size(); ++i) {
+    const size_t ch = i / (cstep * 2), p = i % (cstep * 2);
+    const bool value = ch < static_cast<size_t>(c) && p < static_cast<size_t>(plane);
+    changed += !value && halves[i] != fill;
+  }
+  return changed;
+}
+
 inline std::vector<float> random_halves(size_t n, float range, std::mt19937& rng) {
   std::uniform_real_distribution<float> d(-range, range);
   std::vector<float> v(n);

@@ -169,7 +169,7 @@ static bool is_f16_fma(const struct qemu_plugin_insn *insn) {
   memcpy(&w, qemu_plugin_insn_data(insn), sizeof w);
   const uint32_t by_element = w & 0xBFC0B400u;  /* opcode bits 15-12 as 0?01: FMLA or FMLS */
   const uint32_t vector = w & 0xBF60FC00u;      /* bit 23 (a) free: FMLA or FMLS */
-  return by_element == 0x0F001000u || vector == 0x0E400400u;
+  return by_element == 0x0F001000u || vector == 0x0E400C00u;
 }
 
 /* fmla, fmls (vector, by element) and the scalar fused multiply-adds, by mnemonic. */

@@ -13,6 +13,7 @@ namespace kestrel::kernels::arm {
 extern const ConvKernel kF16Conv1x1Pack8_Neon;      // fp16 1x1, stride 1 and 2, pack8 halves: 16x8 tiles (FEAT_FP16)
 extern const ConvKernel kF16DwConv3x3Pack8_Neon;    // fp16 3x3 depthwise, stride 1 and 2, pack8 halves (FEAT_FP16)
 extern const ConvKernel kF16ConvStemPack1to8_Neon;  // fp16 3/5/7 stems of <= 4 planar channels into pack8 (FEAT_FP16)
+extern const ConvKernel kF16ConvIm2colPack8_Neon;   // fp16 any other dense window, pack8 halves: im2col + 16x8 tiles
 extern const ConvKernel kF32Conv1x1Pack4_12x7_Neon;  // 1x1, stride 1, pack4 in and out, >= 12 channels: 12x7 tiles
 extern const ConvKernel kF32Conv1x1Pack4_Neon;     // 1x1, stride 1 and 2, pack4 maps read in place
 extern const ConvKernel kF32Conv1x1_8x8_Neon;      // 1x1, stride 1 and 2, packed input and weights

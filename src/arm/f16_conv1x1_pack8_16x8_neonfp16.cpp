@@ -1,5 +1,7 @@
 // 1x1 convolution (one group, no padding, stride 1 or 2) in fp16 arithmetic (ARMv8.2
-// FEAT_FP16) on 8-channel blocked maps of halves, in and out (ncnn's pack8 fp16 maps).
+// FEAT_FP16) from 8-channel blocked maps of halves (ncnn's pack8 fp16 maps) to pack8
+// halves, or to planar halves for any channel count (the Net keeps maps whose channels
+// 8 does not divide planar: SSD's 63- and 126-channel heads).
 //
 // Tile: 16 output channels x 8 pixels = 16 accumulators of 8 halves. Per input block of
 // 8 channels: 8 pixel vectors (each holds the block's 8 channels of one pixel) and 16
@@ -7,6 +9,10 @@
 // element: acc[o][p] += w[o][k] * x[p].h[k]. Loads per FMA: 24 vectors for 128 FMAs, 26
 // of 32 registers. A last block of 8 output channels and a last tile of fewer pixels run
 // the same code with fewer accumulators (templates, no branches in the loop).
+//
+// Planar output: the panels are padded with zero weights to whole 8-channel blocks, the
+// tiles compute as for pack8, and only the store differs: each block's 8 pixel vectors
+// are transposed into 8 channel rows, of which the real channels' pixels are written.
 //
 // Each output starts from its bias and adds one fused multiply-add per input channel
 // in order, in fp16 (as ncnn's fp16 kernels accumulate): conv_reference_f16's order, so
@@ -23,7 +29,7 @@
 #include <utility>
 
 #include "arm/arm_kernels.h"
-#include "arm/f16_conv1x1_pack8_16x8_neonfp16.h"
+#include "arm/f16_conv_pack8_epilogue.h"
 #include "core/parallel.h"
 #include "layers/activation.h"
 
@@ -43,17 +49,24 @@ bool supports(const ConvGeometry& g) {
   const auto t = g.act.type;
   const bool act = t == fb::ActivationType::None || t == fb::ActivationType::ReLU || t == fb::ActivationType::Clip ||
                    t == fb::ActivationType::LeakyReLU;
-  return g.f16 && one_by_one && strides && unpadded && act && g.in_pack == kLanes && g.out_pack == kLanes &&
-         g.in_c % kLanes == 0 && g.out_c % kLanes == 0 && g.in_h >= 1 && g.in_w >= 1;
+  const bool out = (g.out_pack == kLanes && g.out_c % kLanes == 0) || (g.out_pack == 1 && g.out_c >= 1);
+  return g.f16 && one_by_one && strides && unpadded && act && g.in_pack == kLanes && out && g.in_c % kLanes == 0 &&
+         g.in_h >= 1 && g.in_w >= 1;
 }
 
-// Halves of one panel: its bias (16, zero past the real channels), then per input
-// channel the panel's 16 weights. A last panel of 8 channels holds 8 per row.
+// A panel's channels from oc0 padded to whole blocks: 16, or 8 for a last panel of at
+// most 8 channels.
+int padded_rows(const ConvGeometry& g, int oc0) {
+  return (std::min(kPanel, g.out_c - oc0) + kLanes - 1) / kLanes * kLanes;
+}
+
+// Halves of one panel: its bias, then per input channel the panel's weights, `rows` of
+// each (zero past the real channels).
 size_t panel_halves(int rows, int k) { return static_cast<size_t>(rows) * (1 + static_cast<size_t>(k)); }
 
 size_t packed_halves(const ConvGeometry& g) {
   const int full = g.out_c / kPanel, rest = g.out_c % kPanel;
-  return full * panel_halves(kPanel, g.in_c) + (rest ? panel_halves(rest, g.in_c) : 0);
+  return full * panel_halves(kPanel, g.in_c) + (rest ? panel_halves(padded_rows(g, full * kPanel), g.in_c) : 0);
 }
 
 size_t packed_floats(const ConvGeometry& g) { return (packed_halves(g) + 1) / 2; }
@@ -61,29 +74,24 @@ size_t packed_floats(const ConvGeometry& g) { return (packed_halves(g) + 1) / 2;
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
   half* p = reinterpret_cast<half*>(packed);
   for (int oc0 = 0; oc0 < g.out_c; oc0 += kPanel) {
-    const int rows = std::min(kPanel, g.out_c - oc0);
-    for (int r = 0; r < rows; ++r) *p++ = static_cast<half>(bias ? bias[oc0 + r] : 0.f);
+    const int real = std::min(kPanel, g.out_c - oc0), rows = padded_rows(g, oc0);
+    for (int r = 0; r < rows; ++r) *p++ = static_cast<half>(bias && r < real ? bias[oc0 + r] : 0.f);
     for (int k = 0; k < g.in_c; ++k) {
-      for (int r = 0; r < rows; ++r) *p++ = static_cast<half>(weight[static_cast<size_t>(oc0 + r) * g.in_c + k]);
+      for (int r = 0; r < rows; ++r) {
+        *p++ = static_cast<half>(r < real ? weight[static_cast<size_t>(oc0 + r) * g.in_c + k] : 0.f);
+      }
     }
   }
 }
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// A tile of 1-8 pixels: the pixel count picks the instantiation once per tile.
-template <int kBlocks, class Epi, int... N>
-void tile_any(int np, const half* const* x, size_t xstep, int kb, const half* w, int rows, half* y, size_t ystep,
-              const Epi& epi, std::integer_sequence<int, N...>) {
-  ((np == N + 1 ? tile<kBlocks, N + 1>(x, xstep, kb, w, rows, y, ystep, epi) : void()), ...);
-}
-
-template <class Epi>
-void run_with(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
-              size_t out_cstep, int num_threads, const Epi& epi) {
+// `out` (ToPack8 or ToPlanar over the whole output) placed at each tile.
+template <class Out>
+void run_tiles(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, int num_threads,
+               const Out& out) {
   const half* x = reinterpret_cast<const half*>(in);
-  half* y = reinterpret_cast<half*>(out);
-  const size_t xstep = in_cstep * 2, ystep = out_cstep * 2;  // cstep counts 4-byte units
+  const size_t xstep = in_cstep * 2;  // cstep counts 4-byte units
   const int kb = g.in_c / kLanes;
   const int pixels = g.out_h * g.out_w;
   const int tiles = (pixels + kPixels - 1) / kPixels;
@@ -93,7 +101,7 @@ void run_with(const ConvGeometry& g, const float* packed, const float* in, size_
   const bool contiguous = g.sh == 1 && g.sw == 1;
   parallel_for(num_threads, static_cast<int64_t>(panels) * tiles, [&](int64_t item) {
     const int panel = static_cast<int>(item / tiles), t = static_cast<int>(item % tiles);
-    const int oc0 = panel * kPanel, rows = std::min(kPanel, g.out_c - oc0);
+    const int oc0 = panel * kPanel, real = std::min(kPanel, g.out_c - oc0);
     const half* w = w0 + static_cast<size_t>(panel) * panel_halves(kPanel, g.in_c);
     const int p0 = t * kPixels, np = std::min(kPixels, pixels - p0);
     const half* xp[kPixels];
@@ -101,32 +109,33 @@ void run_with(const ConvGeometry& g, const float* packed, const float* in, size_
       const int oy = (p0 + p) / g.out_w, ox = (p0 + p) % g.out_w;
       xp[p] = x + (static_cast<size_t>(oy) * g.sh * g.in_w + static_cast<size_t>(ox) * g.sw) * kLanes;
     }
-    half* yt = y + static_cast<size_t>(oc0 / kLanes) * ystep + static_cast<size_t>(p0) * kLanes;
+    const Out yt = out.at(oc0, p0, real);
     const auto counts = std::make_integer_sequence<int, kPixels>();
-    if (rows == kPanel && np == kPixels && contiguous) {
-      tile_16x8(xp[0], xstep, kb, w, yt, ystep, epi);
-    } else if (rows == kPanel) {
-      tile_any<2>(np, xp, xstep, kb, w, rows, yt, ystep, epi, counts);
+    if (real > kLanes && np == kPixels && contiguous) {
+      tile_16x8(xp[0], xstep, kb, w, yt);
+    } else if (real > kLanes) {  // a panel of 16 (the last one padded)
+      tile_any<2>(np, xp, xstep, kb, w, yt, counts);
     } else {
-      tile_any<1>(np, xp, xstep, kb, w, rows, yt, ystep, epi, counts);
+      tile_any<1>(np, xp, xstep, kb, w, yt, counts);
     }
   });
 }
 
+template <class Epi>
+void run_with(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+              size_t out_cstep, int num_threads, const Epi& epi) {
+  half* y = reinterpret_cast<half*>(out);
+  const size_t ystep = out_cstep * 2;
+  if (g.out_pack == kLanes) {
+    run_tiles(g, packed, in, in_cstep, num_threads, ToPack8<Epi>{y, ystep, epi});
+  } else {
+    run_tiles(g, packed, in, in_cstep, num_threads, ToPlanar<Epi>{y, ystep, 0, epi});
+  }
+}
+
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
          const KernelContext& ctx) {
-  const half alpha = static_cast<half>(g.act.alpha), beta = static_cast<half>(g.act.beta);
-  const int n = ctx.num_threads;
-  switch (g.act.type) {
-    case fb::ActivationType::ReLU: run_with(g, packed, in, in_cstep, out, out_cstep, n, ReLU{}); break;
-    case fb::ActivationType::Clip:
-      run_with(g, packed, in, in_cstep, out, out_cstep, n, Clip{vdupq_n_f16(alpha), vdupq_n_f16(beta)});
-      break;
-    case fb::ActivationType::LeakyReLU:
-      run_with(g, packed, in, in_cstep, out, out_cstep, n, Leaky{vdupq_n_f16(alpha)});
-      break;
-    default: run_with(g, packed, in, in_cstep, out, out_cstep, n, NoAct{}); break;
-  }
+  with_epilogue(g.act, [&](const auto& epi) { run_with(g, packed, in, in_cstep, out, out_cstep, ctx.num_threads, epi); });
 }
 
 }  // namespace

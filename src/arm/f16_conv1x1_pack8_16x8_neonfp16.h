@@ -1,16 +1,22 @@
-// The fp16 1x1 pack8 tile (16 output channels x 8 pixels, FMLA .8h by element) and its
-// activations: compiled into src/arm/f16_conv1x1_pack8_16x8_neonfp16.cpp and into
+// The fp16 1x1 pack8 tile (16 output channels x 8 pixels, FMLA .8h by element), its
+// activations and its two stores (pack8 blocks, or planar rows through an 8x8
+// transpose): compiled into src/arm/f16_conv1x1_pack8_16x8_neonfp16.cpp and into
 // bench/arm/loops/f16_conv1x1_pack8.cpp for llvm-mca. Needs -march=armv8.2-a+fp16.
 #pragma once
 #include <arm_neon.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 namespace kestrel::kernels::arm::conv1x1_pack8_f16 {
 
 constexpr int kLanes = 8;  // channels per block (one vector of halves)
 using half = __fp16;
+
+// The tiles' code inline in the drivers' loops whatever GCC's size budget says (with the
+// planar stores beside the pack8 ones, GCC left lane() calls in the tail tiles' loops).
+#define KESTREL_F16_INLINE __attribute__((always_inline)) inline
 
 // The activations on the fp16 accumulators, as the reference's fp32 forms compare
 // (x < 0 ? 0 : x keeps -0 and NaN, where FMAX would not): one type per instantiation.
@@ -38,27 +44,112 @@ struct Leaky {
 };
 
 // Input channel 8j + L of the block loaded in v: one weight vector per output block,
-// then an FMLA by element per accumulator.
+// then an FMLA by element per accumulator. A weight row holds kBlocks blocks.
 template <int kBlocks, int kNp, int L>
-inline void lane(float16x8_t (&acc)[kBlocks][kNp], const float16x8_t (&v)[kNp], const half* w, int rows) {
+KESTREL_F16_INLINE void lane(float16x8_t (&acc)[kBlocks][kNp], const float16x8_t (&v)[kNp], const half* w) {
   for (int o = 0; o < kBlocks; ++o) {
-    const float16x8_t wv = vld1q_f16(w + L * rows + o * kLanes);
+    const float16x8_t wv = vld1q_f16(w + (L * kBlocks + o) * kLanes);
     for (int p = 0; p < kNp; ++p) acc[o][p] = vfmaq_laneq_f16(acc[o][p], wv, v[p], L);
   }
 }
 
 template <int kBlocks, int kNp, int... L>
-inline void lanes(float16x8_t (&acc)[kBlocks][kNp], const float16x8_t (&v)[kNp], const half* w, int rows,
-                  std::integer_sequence<int, L...>) {
-  (lane<kBlocks, kNp, L>(acc, v, w, rows), ...);
+KESTREL_F16_INLINE void lanes(float16x8_t (&acc)[kBlocks][kNp], const float16x8_t (&v)[kNp], const half* w,
+                              std::integer_sequence<int, L...>) {
+  (lane<kBlocks, kNp, L>(acc, v, w), ...);
 }
+
+// The stores of a tile's accumulators acc[o][p] (output channels 8o..8o+7 of pixel p),
+// activation applied; at() places one at a tile's first channel and pixel.
+
+// Pack8 halves: block o's pixel p at y + o * ystep + p * 8.
+template <class Epi>
+struct ToPack8 {
+  half* y;
+  size_t ystep;  // halves between blocks
+  Epi epi;
+  ToPack8 at(int oc0, int p0, int /*rows*/) const {
+    return {y + static_cast<size_t>(oc0 / kLanes) * ystep + static_cast<size_t>(p0) * kLanes, ystep, epi};
+  }
+  template <int kBlocks, int kNp>
+  void operator()(const float16x8_t (&acc)[kBlocks][kNp]) const {
+    for (int o = 0; o < kBlocks; ++o) {
+      for (int p = 0; p < kNp; ++p) vst1q_f16(y + o * ystep + p * kLanes, epi(acc[o][p]));
+    }
+  }
+};
+
+// 8 vectors of 8 halves, r[i].h[j] <-> r[j].h[i]: pairs of halves, of words, of
+// doublewords swapped by TRN1/TRN2 (24 instructions).
+inline void transpose8x8(float16x8_t (&r)[8]) {
+  float32x4_t t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = vreinterpretq_f32_f16(vtrn1q_f16(r[i], r[i + 1]));      // lanes 0,2,4,6 of r[i], r[i+1]
+    t[i + 1] = vreinterpretq_f32_f16(vtrn2q_f16(r[i], r[i + 1]));  // lanes 1,3,5,7
+  }
+  float64x2_t u[8];
+  for (int i = 0; i < 8; i += 4) {
+    for (int j = 0; j < 2; ++j) {
+      u[i + j] = vreinterpretq_f64_f32(vtrn1q_f32(t[i + j], t[i + j + 2]));      // lanes j, j + 4 of 4 rows
+      u[i + j + 2] = vreinterpretq_f64_f32(vtrn2q_f32(t[i + j], t[i + j + 2]));  // lanes j + 2, j + 6
+    }
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = vreinterpretq_f16_f64(vtrn1q_f64(u[c], u[c + 4]));
+    r[c + 4] = vreinterpretq_f16_f64(vtrn2q_f64(u[c], u[c + 4]));
+  }
+}
+
+// The first kN halves of v at y: nothing past them is written (a row's padding, a
+// neighbouring tile's pixels). y is 4-byte aligned (a tile starts at a multiple of 8
+// pixels of a row whose cstep counts 4-byte units), so is the pair at y + 4.
+template <int kN>
+inline void store_halves(half* y, float16x8_t v) {
+  if constexpr (kN == kLanes) {
+    vst1q_f16(y, v);
+  } else {
+    if constexpr ((kN & 4) != 0) vst1_f16(y, vget_low_f16(v));
+    if constexpr ((kN & 2) != 0) {
+      vst1q_lane_u32(reinterpret_cast<uint32_t*>(y + (kN & 4)), vreinterpretq_u32_f16(v), (kN & 4) / 2);
+    }
+    if constexpr ((kN & 1) != 0) vst1q_lane_f16(y + (kN & 6), v, kN & 6);
+  }
+}
+
+// Planar halves: the tile's channel c (c < rows, the panel's real channels; the rest
+// are the packing's zero padding) at y + c * ystep, its kNp pixels contiguous.
+template <class Epi>
+struct ToPlanar {
+  half* y;
+  size_t ystep;  // halves between channels
+  int rows;
+  Epi epi;
+  ToPlanar at(int oc0, int p0, int rows_here) const {
+    return {y + static_cast<size_t>(oc0) * ystep + p0, ystep, rows_here, epi};
+  }
+  template <int kBlocks, int kNp>
+  void operator()(const float16x8_t (&acc)[kBlocks][kNp]) const {
+    for (int o = 0; o < kBlocks; ++o) {
+      float16x8_t r[kLanes];
+      for (int p = 0; p < kLanes; ++p) r[p] = epi(acc[o][p < kNp ? p : kNp - 1]);  // lanes past kNp: not stored
+      transpose8x8(r);
+      rows_of<kNp>(r, y + static_cast<size_t>(o) * kLanes * ystep, rows - o * kLanes,
+                   std::make_integer_sequence<int, kLanes>());
+    }
+  }
+  // Channel c's row for each c < n, unrolled so that r stays in registers.
+  template <int kNp, int... C>
+  void rows_of(const float16x8_t (&r)[kLanes], half* yb, int n, std::integer_sequence<int, C...>) const {
+    ((C < n ? store_halves<kNp>(yb + C * ystep, r[C]) : void()), ...);
+  }
+};
 
 // One tile: kBlocks blocks of 8 output channels (1 or 2) x kNp pixels. `x[p]` points at
 // pixel p's vector in input block 0; blocks are xstep halves apart. `w` is the panel
-// (bias first, `rows` halves a row).
-template <int kBlocks, int kNp, class Epi>
-inline void tile(const half* const* x, size_t xstep, int kb, const half* w, int rows, half* y, size_t ystep,
-                 const Epi& epi) {
+// (bias first, kBlocks * 8 halves a row).
+template <int kBlocks, int kNp, class Out>
+KESTREL_F16_INLINE void tile(const half* const* x, size_t xstep, int kb, const half* w, const Out& out) {
+  constexpr int rows = kBlocks * kLanes;
   float16x8_t acc[kBlocks][kNp];
   for (int o = 0; o < kBlocks; ++o) {
     const float16x8_t b = vld1q_f16(w + o * kLanes);
@@ -68,12 +159,10 @@ inline void tile(const half* const* x, size_t xstep, int kb, const half* w, int 
   for (int j = 0; j < kb; ++j) {
     float16x8_t v[kNp];
     for (int p = 0; p < kNp; ++p) v[p] = vld1q_f16(x[p] + j * xstep);
-    lanes(acc, v, w, rows, std::make_integer_sequence<int, kLanes>());
+    lanes(acc, v, w, std::make_integer_sequence<int, kLanes>());
     w += kLanes * rows;
   }
-  for (int o = 0; o < kBlocks; ++o) {
-    for (int p = 0; p < kNp; ++p) vst1q_f16(y + o * ystep + p * kLanes, epi(acc[o][p]));
-  }
+  out(acc);
 }
 
 // 16 FMLAs of one input channel (lane l of v0-v7) into both accumulator blocks.
@@ -93,8 +182,8 @@ inline void tile(const half* const* x, size_t xstep, int kb, const half* w, int 
 // vectors live in v0-v7, 4 weight rows of 16 channels in v8-v15 (two loads per half
 // block), the 16 accumulators in v16-v31: per input block 2 + 4 ld1 of 4 registers for
 // 128 FMLA. Same order as tile(): bias, then input channel by input channel.
-template <class Epi>
-inline void tile_16x8(const half* x, size_t xstep, int kb, const half* w, half* y, size_t ystep, const Epi& epi) {
+template <class Out>
+KESTREL_F16_INLINE void tile_16x8(const half* x, size_t xstep, int kb, const half* w, const Out& out) {
   register float16x8_t a0 asm("v16"), a1 asm("v17"), a2 asm("v18"), a3 asm("v19"), a4 asm("v20"), a5 asm("v21"),
       a6 asm("v22"), a7 asm("v23"), b0 asm("v24"), b1 asm("v25"), b2 asm("v26"), b3 asm("v27"), b4 asm("v28"),
       b5 asm("v29"), b6 asm("v30"), b7 asm("v31");
@@ -123,13 +212,25 @@ inline void tile_16x8(const half* x, size_t xstep, int kb, const half* w, half* 
       : [xskip] "r"(xskip)
       : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "cc",
         "memory");
-  const float16x8_t lo[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, hi[8] = {b0, b1, b2, b3, b4, b5, b6, b7};
-  for (int p = 0; p < 8; ++p) {
-    vst1q_f16(y + p * kLanes, epi(lo[p]));
-    vst1q_f16(y + ystep + p * kLanes, epi(hi[p]));
-  }
+  const float16x8_t acc[2][8] = {{a0, a1, a2, a3, a4, a5, a6, a7}, {b0, b1, b2, b3, b4, b5, b6, b7}};
+  out(acc);
+}
+
+// The pack8 -> pack8 tile as the llvm-mca loop calls it.
+template <class Epi>
+inline void tile_16x8(const half* x, size_t xstep, int kb, const half* w, half* y, size_t ystep, const Epi& epi) {
+  tile_16x8(x, xstep, kb, w, ToPack8<Epi>{y, ystep, epi});
 }
 
 #undef KESTREL_F16_ROW
+#undef KESTREL_F16_INLINE
+
+// A tile of 1-8 pixels (kBlocks blocks of 8 channels): the pixel count picks the
+// instantiation of tile() once per tile.
+template <int kBlocks, class Out, int... N>
+inline void tile_any(int np, const half* const* x, size_t xstep, int kb, const half* w, const Out& out,
+                     std::integer_sequence<int, N...>) {
+  ((np == N + 1 ? tile<kBlocks, N + 1>(x, xstep, kb, w, out) : void()), ...);
+}
 
 }  // namespace kestrel::kernels::arm::conv1x1_pack8_f16

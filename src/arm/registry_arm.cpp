@@ -9,6 +9,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &arm::kF16Conv1x1Pack8_Neon,
       &arm::kF16DwConv3x3Pack8_Neon,
       &arm::kF16ConvStemPack1to8_Neon,
+      &arm::kF16ConvIm2colPack8_Neon,
       &arm::kF32Conv1x1Pack4_12x7_Neon,
       &arm::kF32Conv1x1Pack4_Neon,
       &arm::kF32Conv1x1_8x8_Neon,
