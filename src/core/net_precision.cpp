@@ -54,50 +54,11 @@ Status check_precision_overrides(const NetImpl& net, const Option& opt) {
   return Status::Ok();
 }
 
-namespace {
-
-// Single-input layers that neither add up products nor change which values exist:
-// between a network's last convolution and its output (a sigmoid, a scale, a reshape).
-constexpr const char* kPassThrough[] = {"Activation", "BinaryOp", "Reshape", "Flatten", "Permute",
-                                        "Squeeze",    "Unsqueeze", "Dropout"};
-
-bool passes_through(const NetLayer& L) {
-  if (L.bottoms.size() != 1 || L.tops.size() != 1) return false;
-  for (const char* t : kPassThrough) {
-    if (L.type == t) return true;
-  }
-  return false;
-}
-
-// True if blob b is a network output or reaches one through pass-through layers only.
-bool reaches_output(const NetImpl& net, int b, int depth = 0) {
-  if (net.is_output[b]) return true;
-  if (depth > 64) return false;
-  for (int c : net.consumers[b]) {
-    const NetLayer& C = net.layers[c];
-    if (passes_through(C) && reaches_output(net, C.tops[0], depth + 1)) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
   const NetLayer& L = net.layers[li];
   auto it = opt.layer_precision.find(L.name);
-  if (it != opt.layer_precision.end()) {
-    return it->second == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
-  }
-  // A network's heads, the layers whose values reach an output unchanged in kind (the
-  // last convolution and the activations or scales after it), stay fp32 unless asked by
-  // name: their values are what a task compares with thresholds and decodes (scores,
-  // offsets), they are a small part of the work, and fp16 accumulation there moved a
-  // CenterNet score across its 0.2 threshold (bench/precision/RESULTS.md). Outputs
-  // stay fp32 maps in any case.
-  for (int t : L.tops) {
-    if (reaches_output(net, t)) return Precision::kFp32;
-  }
-  return opt.precision == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
+  const Precision p = it != opt.layer_precision.end() ? it->second : opt.precision;
+  return p == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
 }
 
 Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weights) {
