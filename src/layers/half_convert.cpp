@@ -4,6 +4,7 @@
 // round to the nearest half (ties to even) and widen exactly, with the half kernels.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include <omp.h>
@@ -15,6 +16,8 @@ namespace kestrel {
 namespace {
 
 using layer_util::corrupt;
+
+constexpr int kHalfBlock = 8;  // the widest layout of halves (core/net_half.cpp)
 
 class HalfConvert final : public Layer {
  public:
@@ -38,8 +41,9 @@ class HalfConvert final : public Layer {
     out.f16 = to_half_;
     outputs[0] = out;
     plane_ = static_cast<size_t>(in.w) * in.h * in.d;
-    // Per thread: one channel's values gathered (fp32) and converted (halves).
-    workspace_per_thread_bytes = plane_ * (sizeof(float) + sizeof(uint16_t)) + 2 * kAlignment;
+    // Per thread: a block of up to 8 channels as fp32 (the blocked path), or one
+    // channel's values gathered (fp32) and converted (halves).
+    workspace_per_thread_bytes = plane_ * kHalfBlock * sizeof(float) + 2 * kAlignment;
     kernel_name = kernels::active_half_kernel().name;
     return Status::Ok();
   }
@@ -58,6 +62,35 @@ class HalfConvert final : public Layer {
           k.to_half(in.channel(q), reinterpret_cast<uint16_t*>(out.channel(q)), n);
         } else {
           k.to_float(reinterpret_cast<const uint16_t*>(in.channel(q)), out.channel(q), n);
+        }
+      });
+      return Status::Ok();
+    }
+    const int half_pack = to_half_ ? out_pack : in_pack, float_pack = to_half_ ? in_pack : out_pack;
+    if (half_pack == kHalfBlock && float_pack > 1 && kHalfBlock % float_pack == 0) {
+      // Blocks of 8 halves and of 4 floats (NEON's fp32 layout): each block of halves is
+      // one contiguous run to convert, its pixels' lane groups moved through scratch.
+      const int groups = kHalfBlock / float_pack;
+      const size_t group_bytes = sizeof(float) * static_cast<size_t>(float_pack);
+      parallel_for(ctx.num_threads, to_half_ ? out.c : in.c, [&](int b) {
+        float* f = reinterpret_cast<float*>(ctx.thread_scratch +
+                                            static_cast<size_t>(omp_get_thread_num()) * ctx.thread_scratch_stride);
+        if (to_half_) {
+          for (int g = 0; g < groups; ++g) {
+            const float* src = in.channel(b * groups + g);
+            for (size_t i = 0; i < plane_; ++i) {
+              std::memcpy(f + i * kHalfBlock + g * float_pack, src + i * float_pack, group_bytes);
+            }
+          }
+          k.to_half(f, reinterpret_cast<uint16_t*>(out.channel(b)), plane_ * kHalfBlock);
+        } else {
+          k.to_float(reinterpret_cast<const uint16_t*>(in.channel(b)), f, plane_ * kHalfBlock);
+          for (int g = 0; g < groups; ++g) {
+            float* dst = out.channel(b * groups + g);
+            for (size_t i = 0; i < plane_; ++i) {
+              std::memcpy(dst + i * float_pack, f + i * kHalfBlock + g * float_pack, group_bytes);
+            }
+          }
         }
       });
       return Status::Ok();
