@@ -17,7 +17,8 @@ namespace {
 
 using layer_util::corrupt;
 
-constexpr int kHalfBlock = 8;  // the widest layout of halves (core/net_half.cpp)
+constexpr int kHalfBlock = 8;   // the widest layout of halves (core/net_half.cpp)
+constexpr int kFloatBlock = 4;  // NEON's blocked fp32 layout (core/net_layout.cpp)
 
 class HalfConvert final : public Layer {
  public:
@@ -67,28 +68,28 @@ class HalfConvert final : public Layer {
       return Status::Ok();
     }
     const int half_pack = to_half_ ? out_pack : in_pack, float_pack = to_half_ ? in_pack : out_pack;
-    if (half_pack == kHalfBlock && float_pack > 1 && kHalfBlock % float_pack == 0) {
+    if (half_pack == kHalfBlock && float_pack == kFloatBlock) {
       // Blocks of 8 halves and of 4 floats (NEON's fp32 layout): each block of halves is
       // one contiguous run to convert, its pixels' lane groups moved through scratch.
-      const int groups = kHalfBlock / float_pack;
-      const size_t group_bytes = sizeof(float) * static_cast<size_t>(float_pack);
+      constexpr int kGroups = kHalfBlock / kFloatBlock;
+      constexpr size_t kGroupBytes = sizeof(float) * kFloatBlock;
       parallel_for(ctx.num_threads, to_half_ ? out.c : in.c, [&](int b) {
         float* f = reinterpret_cast<float*>(ctx.thread_scratch +
                                             static_cast<size_t>(omp_get_thread_num()) * ctx.thread_scratch_stride);
         if (to_half_) {
-          for (int g = 0; g < groups; ++g) {
-            const float* src = in.channel(b * groups + g);
+          for (int g = 0; g < kGroups; ++g) {
+            const float* src = in.channel(b * kGroups + g);
             for (size_t i = 0; i < plane_; ++i) {
-              std::memcpy(f + i * kHalfBlock + g * float_pack, src + i * float_pack, group_bytes);
+              std::memcpy(f + i * kHalfBlock + g * kFloatBlock, src + i * kFloatBlock, kGroupBytes);
             }
           }
           k.to_half(f, reinterpret_cast<uint16_t*>(out.channel(b)), plane_ * kHalfBlock);
         } else {
           k.to_float(reinterpret_cast<const uint16_t*>(in.channel(b)), f, plane_ * kHalfBlock);
-          for (int g = 0; g < groups; ++g) {
-            float* dst = out.channel(b * groups + g);
+          for (int g = 0; g < kGroups; ++g) {
+            float* dst = out.channel(b * kGroups + g);
             for (size_t i = 0; i < plane_; ++i) {
-              std::memcpy(dst + i * float_pack, f + i * kHalfBlock + g * float_pack, group_bytes);
+              std::memcpy(dst + i * kFloatBlock, f + i * kHalfBlock + g * kFloatBlock, kGroupBytes);
             }
           }
         }
