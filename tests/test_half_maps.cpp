@@ -131,13 +131,15 @@ TEST_SUITE("precision") {
       MESSAGE("no fp16 arithmetic here: no layer re-targeted to halves");
       return;
     }
-    // The layers between fp16 layers run fp16 kernels. "e" reads 12 channels, which
-    // stay planar, where no fp16 kernel reads them; "f" and "q" write the network's
-    // outputs, which stay fp32.
-    for (const char* l : {"s", "a", "b", "dw", "c", "p"}) {
+    // The layers between fp16 layers run fp16 kernels, those writing the network's
+    // outputs ("f", "q") too, into halves of their own widened into the outputs. "e"
+    // reads 12 channels, which stay planar, where no fp16 kernel reads them.
+    for (const char* l : {"s", "a", "b", "dw", "c", "p", "q", "f"}) {
       CHECK_MESSAGE(kernel[l].rfind("f16_", 0) == 0, std::string(l) << " ran " << kernel[l]);
     }
-    for (const char* l : {"d", "e", "f", "q"}) CHECK(kernel[l].rfind("f16_", 0) != 0);
+    for (const char* l : {"d", "e"}) CHECK(kernel[l].rfind("f16_", 0) != 0);
+    CHECK(kernel.count("f@fp32") == 1);
+    CHECK(kernel.count("q@fp32") == 1);
     CHECK(converts > 0);
   }
 }

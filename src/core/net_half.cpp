@@ -28,18 +28,26 @@ constexpr int kHalfLanes = 8;
 // The layout of halves a map of this shape gets.
 int half_pack(const Shape& s) { return s.dims == 3 && s.c % kHalfLanes == 0 ? kHalfLanes : 1; }
 
+// Appends a blob written by layer `producer`.
+int add_blob(NetImpl& net, const std::string& name, const Shape& shape, int producer) {
+  const int b = static_cast<int>(net.blob_names.size());
+  net.blob_names.push_back(name);
+  net.blob_index[name] = b;
+  net.blob_shapes.push_back(shape);
+  net.producer.push_back(producer);
+  net.consumers.emplace_back();
+  net.is_input.push_back(false);
+  net.is_output.push_back(false);
+  return b;
+}
+
 // Adds a HalfConvert reading blob `from` (layout as its shape says) into a new blob in
 // `pack`: to halves where to_half, else to fp32, into *added. It runs right after
 // `from`'s producer (first, for a network input).
 Status add_convert(NetImpl& net, int from, bool to_half, int pack, int* added) {
   const int b = static_cast<int>(net.blob_names.size());
   const std::string name = net.blob_names[from] + (to_half ? "@fp16" : "@fp32");
-  net.blob_names.push_back(name);
-  net.blob_index[name] = b;
-  net.producer.push_back(static_cast<int>(net.layers.size()));
-  net.consumers.emplace_back();
-  net.is_input.push_back(false);
-  net.is_output.push_back(false);
+  add_blob(net, name, Shape{}, static_cast<int>(net.layers.size()));
   NetLayer L;
   L.name = name;
   L.type = "HalfConvert";
@@ -49,7 +57,7 @@ Status add_convert(NetImpl& net, int from, bool to_half, int pack, int* added) {
   std::vector<Shape> out(1);
   Status s = L.impl->prepare({net.blob_shapes[from]}, out, PrepareContext{});
   if (!s.ok()) return s.with_context("converting '" + net.blob_names[from] + "'");
-  net.blob_shapes.push_back(out[0]);
+  net.blob_shapes[b] = out[0];
   net.max_workspace_per_thread_bytes = std::max(net.max_workspace_per_thread_bytes, L.impl->workspace_per_thread_bytes);
   const int li = static_cast<int>(net.layers.size());
   net.layers.push_back(std::move(L));
@@ -59,6 +67,35 @@ Status add_convert(NetImpl& net, int from, bool to_half, int pack, int* added) {
   auto at = p >= 0 ? std::find(net.order.begin(), net.order.end(), p) + 1 : net.order.begin();
   net.order.insert(at, li);
   *added = b;
+  return Status::Ok();
+}
+
+// The fp32 planar form of a shape of halves.
+Shape planar_fp32(Shape s) {
+  s.c = s.dims >= 3 ? s.c * s.elempack : s.c;
+  s.elempack = 1;
+  s.f16 = false;
+  return s;
+}
+
+// Adds a HalfConvert from blob `from` (halves) into the existing blob `into` (fp32,
+// planar), right after from's producer.
+Status add_convert_into(NetImpl& net, int from, int into) {
+  NetLayer L;
+  L.name = net.blob_names[into] + "@fp32";
+  L.type = "HalfConvert";
+  L.impl = create_half_convert_layer(false, 1);
+  L.bottoms = {from};
+  L.tops = {into};
+  std::vector<Shape> out(1);
+  Status s = L.impl->prepare({net.blob_shapes[from]}, out, PrepareContext{});
+  if (!s.ok()) return s.with_context("converting '" + net.blob_names[from] + "'");
+  const int li = static_cast<int>(net.layers.size());
+  net.producer[into] = li;
+  net.layers.push_back(std::move(L));
+  net.consumers[from].push_back(li);
+  auto at = std::find(net.order.begin(), net.order.end(), net.producer[from]) + 1;
+  net.order.insert(at, li);
   return Status::Ok();
 }
 
@@ -72,10 +109,7 @@ Status choose_half_maps(NetImpl& net) {
   bool any = false;
   for (size_t li = 0; li < nlayers; ++li) {
     NetLayer& L = net.layers[li];
-    // Network outputs stay fp32, handed out as they are.
-    if (L.precision != Precision::kFp16 || L.tops.size() != 1 || L.bottoms.empty() || net.is_output[L.tops[0]]) {
-      continue;
-    }
+    if (L.precision != Precision::kFp16 || L.tops.size() != 1 || L.bottoms.empty()) continue;
     const int in_pack = half_pack(net.blob_shapes[L.bottoms[0]]);
     bool same = true;
     for (int b : L.bottoms) same = same && half_pack(net.blob_shapes[b]) == in_pack;
@@ -100,6 +134,30 @@ Status choose_half_maps(NetImpl& net) {
       s.elempack = pack;
       s.f16 = true;
     }
+  }
+  // Network outputs stay fp32 maps, handed out as they are: a native layer writing one
+  // writes halves into a blob of its own, widened into the output right after it.
+  for (size_t li = 0; li < nlayers; ++li) {
+    NetLayer& L = net.layers[li];
+    const int t = L.tops[0];
+    if (!native[li] || !net.is_output[t]) continue;
+    const int own = add_blob(net, net.blob_names[t] + "@fp16", net.blob_shapes[t], static_cast<int>(li));
+    L.tops[0] = own;
+    half.push_back(1);
+    half[t] = 0;
+    net.blob_shapes[t] = planar_fp32(net.blob_shapes[own]);
+    // Readers that compute in fp16 take the halves.
+    std::vector<int> readers = net.consumers[t];
+    for (int ci : readers) {
+      if (!native[ci]) continue;
+      NetLayer& C = net.layers[ci];
+      std::replace(C.bottoms.begin(), C.bottoms.end(), t, own);
+      net.consumers[own].push_back(ci);
+      auto& cs = net.consumers[t];
+      cs.erase(std::remove(cs.begin(), cs.end(), ci), cs.end());
+    }
+    Status s = add_convert_into(net, own, t);
+    if (!s.ok()) return s;
   }
   // 3. Copies where the two sides differ: one per map and direction, shared by its
   // readers on that side.
