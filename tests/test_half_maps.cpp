@@ -83,6 +83,8 @@ TEST_SUITE("precision") {
     kestrel::Net oracle, fast;
     oracle.option().kernels = kestrel::KernelSet::kReference;
     oracle.option().precision = fast.option().precision = kestrel::Precision::kFp16;
+    // The stem computes in fp16 only when named (it weighs the image: net_precision.cpp).
+    oracle.option().layer_precision["s"] = fast.option().layer_precision["s"] = kestrel::Precision::kFp16;
     REQUIRE(kt::load(oracle, builder).ok());
     const kestrel::Status loaded = kt::load(fast, builder);
     INFO(loaded.message());

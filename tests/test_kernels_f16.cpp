@@ -6,6 +6,7 @@
 // (qemu -cpu cortex-a76 or max); elsewhere, and with KESTREL_DISABLE=fp16, no geometry
 // selects one.
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <utility>
@@ -97,7 +98,10 @@ TEST_SUITE("kernels") {
               }
               INFO(name << " " << in_c << ">" << out_c << " " << h << "x" << w << " stride " << stride << " act "
                            << static_cast<int>(g.act.type) << " bias " << g.bias);
-              const std::vector<float> x = random_halves(static_cast<size_t>(in_c) * h * w, 2.f, rng);
+              std::vector<float> x = random_halves(static_cast<size_t>(in_c) * h * w, 2.f, rng);
+              // A NaN and an infinity through every epilogue (ReLU6's FMIN keeps NaN).
+              x[0] = std::numeric_limits<float>::quiet_NaN();
+              if (h * w > 1) x[1] = std::numeric_limits<float>::infinity();
               const std::vector<float> wt = random_halves(static_cast<size_t>(out_c) * in_c, 0.5f, rng);
               const std::vector<float> b = random_halves(out_c, 1.f, rng);
               const int out_plane = g.out_h * g.out_w;
@@ -214,6 +218,8 @@ TEST_SUITE("kernels") {
     kestrel::Net oracle, fast;
     oracle.option().kernels = kestrel::KernelSet::kReference;
     oracle.option().precision = fast.option().precision = kestrel::Precision::kFp16;
+    // Named: a layer reading the network input is fp32 by default (net_precision.cpp).
+    oracle.option().layer_precision["m"] = fast.option().layer_precision["m"] = kestrel::Precision::kFp16;
     REQUIRE(kt::load(oracle, b).ok());
     REQUIRE(kt::load(fast, b).ok());
     const kestrel::Mat in = kt::random_input(fast, "data", 5);

@@ -247,6 +247,8 @@ TEST_CASE("fp16 storage: pooling layers of an fp16 net run on halves, equal to t
   kestrel::Net oracle, fast;
   oracle.option().kernels = kestrel::KernelSet::kReference;
   oracle.option().precision = fast.option().precision = kestrel::Precision::kFp16;
+  // Named: a layer reading the network input is fp32 by default (net_precision.cpp).
+  oracle.option().layer_precision["a"] = fast.option().layer_precision["a"] = kestrel::Precision::kFp16;
   REQUIRE(kt::load(oracle, builder).ok());
   REQUIRE(kt::load(fast, builder).ok());
   const kestrel::Mat in = kt::random_input(fast, "data", 5);

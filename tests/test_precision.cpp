@@ -110,7 +110,8 @@ TEST_SUITE("precision") {
       for (const char* blob : {"a", "b", "c", "d", "e", "f"}) {
         INFO("blob " << blob);
         const kestrel::Mat got = run_blob(h, in, blob);
-        CHECK(all_halves(got));
+        // "a" weighs the input: fp32 unless named (next test), its map fp32 values.
+        if (std::string(blob) != "a") CHECK(all_halves(got));
         CHECK(kt::same_bits(got, run_blob(h, in, blob, 3)));
         // Within fp16's error of fp32 (values of order 1, 8-36 terms).
         const kestrel::Mat want = run_blob(f32, in, blob);
@@ -140,11 +141,44 @@ TEST_SUITE("precision") {
     REQUIRE(ex.extract("c", c).ok());
     c = c.clone();  // c lives inside d (zero-copy concat), which e rewrites in place
     REQUIRE(ex.extract("f", f).ok());
-    CHECK(seen.at("a") == kestrel::Precision::kFp16);
+    CHECK(seen.at("a") == kestrel::Precision::kFp32);  // it weighs the network input
+    CHECK(seen.at("b") == kestrel::Precision::kFp16);
     CHECK(seen.at("c") == kestrel::Precision::kFp32);
     CHECK(seen.at("f") == kestrel::Precision::kFp16);
     CHECK(!all_halves(c));  // fp32 arithmetic on halves: random weights leave the half grid
     CHECK(all_halves(f));
+
+    // Named, the layer weighing the input computes in fp16 too; a layer reading the
+    // input through one that does not weigh (a ReLU) is still the stem.
+    kestrel::Net named;
+    named.option().kernels = kestrel::KernelSet::kReference;
+    named.option().precision = kestrel::Precision::kFp16;
+    named.option().layer_precision["a"] = kestrel::Precision::kFp16;
+    REQUIRE(kt::load(named, b).ok());
+    kestrel::Extractor nx = named.create_extractor();
+    nx.set_observer([&](const kestrel::LayerEvent& e) { seen[e.layer_name] = e.precision; });
+    REQUIRE(nx.input("data", in).ok());
+    kestrel::Mat a;
+    REQUIRE(nx.extract("a", a).ok());
+    CHECK(seen.at("a") == kestrel::Precision::kFp16);
+    CHECK(all_halves(a));
+    kestrel::ModelBuilder r;
+    r.add_input("data", {4, 8, 8});
+    r.add_layer("Activation", "r", {"data"}, {"r"}, kt::relu_params());
+    kt::add_conv(r, "s", "r", 4, 4);
+    kt::add_conv(r, "t", "s", 4, 4);
+    r.add_output("t");
+    kestrel::Net rn;
+    rn.option().kernels = kestrel::KernelSet::kReference;
+    rn.option().precision = kestrel::Precision::kFp16;
+    REQUIRE(kt::load(rn, r).ok());
+    kestrel::Extractor rx = rn.create_extractor();
+    rx.set_observer([&](const kestrel::LayerEvent& e) { seen[e.layer_name] = e.precision; });
+    REQUIRE(rx.input("data", in).ok());
+    kestrel::Mat t;
+    REQUIRE(rx.extract("t", t).ok());
+    CHECK(seen.at("s") == kestrel::Precision::kFp32);
+    CHECK(seen.at("t") == kestrel::Precision::kFp16);
 
     kestrel::Net bad;
     bad.option().layer_precision["no_such_layer"] = kestrel::Precision::kFp16;

@@ -54,11 +54,45 @@ Status check_precision_overrides(const NetImpl& net, const Option& opt) {
   return Status::Ok();
 }
 
+namespace {
+
+// Layers that add up products of weights: where a network input stops being raw.
+bool weighs(const std::string& type) {
+  return type == "Convolution" || type == "Deconvolution" || type == "InnerProduct";
+}
+
+// True if blob b holds a network input's values, directly or through layers that do not
+// weigh (a normalisation, a padding, a reshape).
+bool raw_input(const NetImpl& net, int b, int depth = 0) {
+  if (net.is_input[b]) return true;
+  const int p = net.producer[b];
+  if (p < 0 || depth > 64 || weighs(net.layers[p].type)) return false;
+  for (int x : net.layers[p].bottoms) {
+    if (raw_input(net, x, depth + 1)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
   const NetLayer& L = net.layers[li];
   auto it = opt.layer_precision.find(L.name);
-  const Precision p = it != opt.layer_precision.end() ? it->second : opt.precision;
-  return p == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
+  if (it != opt.layer_precision.end()) {
+    return it->second == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
+  }
+  // A layer that weighs the image itself (the stem) computes in fp32 unless named: its
+  // inputs are a camera's values, often 0-255, where one fp16 ulp is 0.125 and an fp16
+  // accumulator rounds every tap; and it is a small part of the work (MobileNet v1: 1.9%
+  // of the multiply-adds). In fp16 it alone added a CenterNet box above the threshold
+  // (bench/precision/RESULTS.md). Its output is rounded to halves where an fp16 layer
+  // reads it, as any fp32 layer's.
+  if (opt.precision == Precision::kFp16 && weighs(L.type)) {
+    for (int b : L.bottoms) {
+      if (raw_input(net, b)) return Precision::kFp32;
+    }
+  }
+  return opt.precision == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
 }
 
 Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weights) {

@@ -12,7 +12,8 @@ namespace kestrel {
 Status check_precision_overrides(const NetImpl& net, const Option& opt);
 
 // The precision layer `li` runs at: its override, else Option::precision; kFp32 for a
-// layer type without an fp16 path.
+// layer type without an fp16 path, and by default for a layer that weighs a network
+// input's values (the stem: see net_precision.cpp).
 Precision resolve_precision(const NetImpl& net, int li, const Option& opt);
 
 // Replaces the fp32 weights in `weights` (layer li's, in its order) by copies rounded
