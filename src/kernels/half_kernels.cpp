@@ -17,7 +17,7 @@ void round_ref(const float* src, float* dst, size_t n) {
 
 }  // namespace
 
-const HalfKernel kHalfReference = {"f16_convert_ref", Isa::kRef, to_half_ref, to_float_ref, round_ref};
+const HalfKernel kHalfReference = {"f16_convert_ref", Isa::kRef, to_half_ref, to_float_ref, round_ref, nullptr, nullptr};
 
 const std::vector<const HalfKernel*>& half_kernels() {
   static const std::vector<const HalfKernel*> all = detail::arch_half_kernels();

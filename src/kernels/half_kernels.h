@@ -18,6 +18,11 @@ struct HalfKernel {
   void (*to_float)(const uint16_t* src, float* dst, size_t n);
   // dst[i] = the half nearest src[i], as a float; src may equal dst.
   void (*round)(const float* src, float* dst, size_t n);
+  // Two blocks of 4 floats <-> one block of 8 halves (NEON's fp32 maps and its fp16
+  // maps): pixel i's 8 halves are lo[4i..4i+4) then hi[4i..4i+4). nullptr where the
+  // kernel has none (the caller then goes through scratch).
+  void (*to_half_pack8)(const float* lo, const float* hi, uint16_t* dst, size_t pixels);
+  void (*to_float_pack4)(const uint16_t* src, float* lo, float* hi, size_t pixels);
 };
 
 const std::vector<const HalfKernel*>& half_kernels();

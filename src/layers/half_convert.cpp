@@ -68,10 +68,23 @@ class HalfConvert final : public Layer {
       return Status::Ok();
     }
     const int half_pack = to_half_ ? out_pack : in_pack, float_pack = to_half_ ? in_pack : out_pack;
+    constexpr int kGroups = kHalfBlock / kFloatBlock;
+    if (half_pack == kHalfBlock && float_pack == kFloatBlock && k.to_half_pack8) {
+      // Blocks of 8 halves and of 4 floats (NEON's fp32 layout), pixel by pixel.
+      static_assert(kGroups == 2, "a block of halves is two blocks of floats");
+      parallel_for(ctx.num_threads, to_half_ ? out.c : in.c, [&](int b) {
+        if (to_half_) {
+          k.to_half_pack8(in.channel(2 * b), in.channel(2 * b + 1), reinterpret_cast<uint16_t*>(out.channel(b)), plane_);
+        } else {
+          k.to_float_pack4(reinterpret_cast<const uint16_t*>(in.channel(b)), out.channel(2 * b), out.channel(2 * b + 1),
+                           plane_);
+        }
+      });
+      return Status::Ok();
+    }
     if (half_pack == kHalfBlock && float_pack == kFloatBlock) {
-      // Blocks of 8 halves and of 4 floats (NEON's fp32 layout): each block of halves is
-      // one contiguous run to convert, its pixels' lane groups moved through scratch.
-      constexpr int kGroups = kHalfBlock / kFloatBlock;
+      // The same through scratch: each block of halves is one contiguous run to convert,
+      // its pixels' lane groups moved there.
       constexpr size_t kGroupBytes = sizeof(float) * kFloatBlock;
       parallel_for(ctx.num_threads, to_half_ ? out.c : in.c, [&](int b) {
         float* f = reinterpret_cast<float*>(ctx.thread_scratch +

@@ -21,6 +21,6 @@ struct Lanes8 {
 }  // namespace
 
 const HalfKernel kF16Convert_Avx2 = {"f16_convert_avx2", Isa::kAvx2, f16c::to_half<Lanes8>, f16c::to_float<Lanes8>,
-                                     f16c::round<Lanes8>};
+                                     f16c::round<Lanes8>, nullptr, nullptr};
 
 }  // namespace kestrel::kernels::x86

@@ -28,6 +28,6 @@ struct Lanes16 {
 }  // namespace
 
 const HalfKernel kF16Convert_Avx512 = {"f16_convert_avx512", Isa::kAvx512, f16c::to_half<Lanes16>,
-                                       f16c::to_float<Lanes16>, f16c::round<Lanes16>};
+                                       f16c::to_float<Lanes16>, f16c::round<Lanes16>, nullptr, nullptr};
 
 }  // namespace kestrel::kernels::x86
