@@ -1,6 +1,6 @@
 // Helpers of the fp16 kernel suites (test_kernels_f16*.cpp): pack8 maps of halves built
-// from planar fp32 values and read back, random values that are halves, the fp16
-// kernels of this build, and the comparison the kernels are held to.
+// from planar fp32 values and read back, random values that are halves, pack8 geometries
+// of a window, the fp16 kernels of this build, and the comparison the kernels are held to.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -86,6 +86,43 @@ inline size_t planar_padding_changed(const std::vector<uint16_t>& halves, int c,
     changed += !value && halves[i] != fill;
   }
   return changed;
+}
+
+// A window: extent, dilation and padding.
+struct Window {
+  int kh, kw, dh, dw;
+  int top, left, bottom, right;  // padding
+};
+
+// The pack8 fp16 geometry of `k` at stride s over in_c x h x w, or one with out_h 0
+// where the window does not fit the padded map.
+inline kestrel::kernels::ConvGeometry conv(int in_c, int out_c, int h, int w, const Window& k, int s) {
+  kestrel::kernels::ConvGeometry g;
+  g.in_c = in_c;
+  g.out_c = out_c;
+  g.in_h = h;
+  g.in_w = w;
+  g.kh = k.kh;
+  g.kw = k.kw;
+  g.dh = k.dh;
+  g.dw = k.dw;
+  g.sh = g.sw = s;
+  g.pad_top = k.top;
+  g.pad_left = k.left;
+  const int eh = h + k.top + k.bottom - ((k.kh - 1) * k.dh + 1), ew = w + k.left + k.right - ((k.kw - 1) * k.dw + 1);
+  g.out_h = eh < 0 ? 0 : eh / s + 1;
+  g.out_w = ew < 0 ? 0 : ew / s + 1;
+  g.in_pack = g.out_pack = 8;
+  g.f16 = true;
+  return g;
+}
+
+// A window reaching past the map: a kernel that multiplies zeros where the reference
+// skips the tap may change the sign of a zero result (first_difference_but_zero_sign).
+inline bool overhangs(const kestrel::kernels::ConvGeometry& g) {
+  const int end_h = (g.out_h - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.pad_top;
+  const int end_w = (g.out_w - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.pad_left;
+  return g.pad_top > 0 || g.pad_left > 0 || end_h > g.in_h || end_w > g.in_w;
 }
 
 inline std::vector<float> random_halves(size_t n, float range, std::mt19937& rng) {

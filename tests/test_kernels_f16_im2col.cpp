@@ -31,32 +31,9 @@ constexpr int kLanes = 8;
 constexpr uint16_t kNanHalf = 0x7e00;
 constexpr const char* kName = "f16_conv_im2col_pack8_neonfp16";
 
-struct Window {
-  int kh, kw, dh, dw;
-  int top, left, bottom, right;  // padding
-};
-
-// The geometry, or one with out_h 0 where the window does not fit the padded map.
-ConvGeometry conv(int in_c, int out_c, int h, int w, const Window& k, int s) {
-  ConvGeometry g;
-  g.in_c = in_c;
-  g.out_c = out_c;
-  g.in_h = h;
-  g.in_w = w;
-  g.kh = k.kh;
-  g.kw = k.kw;
-  g.dh = k.dh;
-  g.dw = k.dw;
-  g.sh = g.sw = s;
-  g.pad_top = k.top;
-  g.pad_left = k.left;
-  const int eh = h + k.top + k.bottom - ((k.kh - 1) * k.dh + 1), ew = w + k.left + k.right - ((k.kw - 1) * k.dw + 1);
-  g.out_h = eh < 0 ? 0 : eh / s + 1;
-  g.out_w = ew < 0 ? 0 : ew / s + 1;
-  g.in_pack = g.out_pack = kLanes;
-  g.f16 = true;
-  return g;
-}
+using kt::conv;
+using kt::overhangs;
+using kt::Window;
 
 std::string describe(const ConvGeometry& g) {
   return std::to_string(g.in_c) + ">" + std::to_string(g.out_c) + " " + std::to_string(g.in_h) + "x" +
@@ -65,13 +42,6 @@ std::string describe(const ConvGeometry& g) {
          std::to_string(g.sh) + " pad top " + std::to_string(g.pad_top) + " left " + std::to_string(g.pad_left) +
          " act " + std::to_string(static_cast<int>(g.act.type)) + " (" + std::to_string(g.act.alpha) + ", " +
          std::to_string(g.act.beta) + ") bias " + std::to_string(g.bias);
-}
-
-// A window reaching past the map: the kernel multiplies zeros where the reference skips.
-bool overhangs(const ConvGeometry& g) {
-  const int end_h = (g.out_h - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.pad_top;
-  const int end_w = (g.out_w - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.pad_left;
-  return g.pad_top > 0 || g.pad_left > 0 || end_h > g.in_h || end_w > g.in_w;
 }
 
 struct Operands {
@@ -302,7 +272,7 @@ TEST_SUITE("kernels") {
     g.group = 2;
     CHECK_FALSE(k->supports(g));
     g = general;
-    g.act = {ActivationType::Sigmoid, 0.f, 0.f};
+    g.act = {static_cast<ActivationType>(100), 0.f, 0.f};  // no such type (a damaged file's byte)
     CHECK_FALSE(k->supports(g));
     g = general;
     g.pad_top = -1;

@@ -46,9 +46,7 @@ bool supports(const ConvGeometry& g) {
   const bool strides = (g.sh == 1 || g.sh == 2) && (g.sw == 1 || g.sw == 2);
   const bool unpadded = g.pad_top == 0 && g.pad_left == 0 && g.out_h == (g.in_h - 1) / g.sh + 1 &&
                         g.out_w == (g.in_w - 1) / g.sw + 1;
-  const auto t = g.act.type;
-  const bool act = t == fb::ActivationType::None || t == fb::ActivationType::ReLU || t == fb::ActivationType::Clip ||
-                   t == fb::ActivationType::LeakyReLU;
+  const bool act = fuses(g.act);  // every activation type (the rarer ones through a table)
   const bool out = (g.out_pack == kLanes && g.out_c % kLanes == 0) || (g.out_pack == 1 && g.out_c >= 1);
   return g.f16 && one_by_one && strides && unpadded && act && g.in_pack == kLanes && out && g.in_c % kLanes == 0 &&
          g.in_h >= 1 && g.in_w >= 1;
@@ -72,6 +70,7 @@ size_t packed_halves(const ConvGeometry& g) {
 size_t packed_floats(const ConvGeometry& g) { return (packed_halves(g) + 1) / 2; }
 
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  build_epilogue(g.act);
   half* p = reinterpret_cast<half*>(packed);
   for (int oc0 = 0; oc0 < g.out_c; oc0 += kPanel) {
     const int real = std::min(kPanel, g.out_c - oc0), rows = padded_rows(g, oc0);
@@ -87,37 +86,60 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
 // `out` (ToPack8 or ToPlanar over the whole output) placed at each tile.
+// The tiles of one panel from tile t0 on, `count` of them.
 template <class Out>
-void run_tiles(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, int num_threads,
+void run_panel(const ConvGeometry& g, const half* x, size_t xstep, const half* w, int oc0, int t0, int count,
                const Out& out) {
-  const half* x = reinterpret_cast<const half*>(in);
-  const size_t xstep = in_cstep * 2;  // cstep counts 4-byte units
   const int kb = g.in_c / kLanes;
   const int pixels = g.out_h * g.out_w;
-  const int tiles = (pixels + kPixels - 1) / kPixels;
-  const int panels = (g.out_c + kPanel - 1) / kPanel;
-  const half* w0 = reinterpret_cast<const half*>(packed);
+  const int real = std::min(kPanel, g.out_c - oc0);
   // Stride 1: a tile's pixels are consecutive vectors, whatever rows they span.
   const bool contiguous = g.sh == 1 && g.sw == 1;
-  parallel_for(num_threads, static_cast<int64_t>(panels) * tiles, [&](int64_t item) {
-    const int panel = static_cast<int>(item / tiles), t = static_cast<int>(item % tiles);
-    const int oc0 = panel * kPanel, real = std::min(kPanel, g.out_c - oc0);
-    const half* w = w0 + static_cast<size_t>(panel) * panel_halves(kPanel, g.in_c);
+  for (int t = t0; t < t0 + count; ++t) {
     const int p0 = t * kPixels, np = std::min(kPixels, pixels - p0);
-    const half* xp[kPixels];
-    for (int p = 0; p < np; ++p) {
-      const int oy = (p0 + p) / g.out_w, ox = (p0 + p) % g.out_w;
-      xp[p] = x + (static_cast<size_t>(oy) * g.sh * g.in_w + static_cast<size_t>(ox) * g.sw) * kLanes;
-    }
     const Out yt = out.at(oc0, p0, real);
+    if (np == kPixels && contiguous) {
+      if (real > kLanes) {
+        tile_16x8(x + static_cast<size_t>(p0) * kLanes, xstep, kb, w, yt);
+      } else {
+        tile_8x8(x + static_cast<size_t>(p0) * kLanes, xstep, kb, w, yt);
+      }
+      continue;
+    }
+    const half* xp[kPixels];
+    int oy = p0 / g.out_w, ox = p0 % g.out_w;
+    for (int p = 0; p < np; ++p) {
+      xp[p] = x + (static_cast<size_t>(oy) * g.sh * g.in_w + static_cast<size_t>(ox) * g.sw) * kLanes;
+      if (++ox == g.out_w) ox = 0, ++oy;
+    }
     const auto counts = std::make_integer_sequence<int, kPixels>();
-    if (real > kLanes && np == kPixels && contiguous) {
-      tile_16x8(xp[0], xstep, kb, w, yt);
-    } else if (real > kLanes) {  // a panel of 16 (the last one padded)
+    if (real > kLanes) {  // a panel of 16 (the last one padded)
       tile_any<2>(np, xp, xstep, kb, w, yt, counts);
     } else {
       tile_any<1>(np, xp, xstep, kb, w, yt, counts);
     }
+  }
+}
+
+// `out` (ToPack8 or ToPlanar over the whole output) placed at each tile. A work item is
+// a run of up to kRun tiles of one panel: with few input channels (MoveNet's 16 and 24)
+// a tile's FMLAs are few, and a call per tile (its closure, divisions and saved
+// registers) cost a quarter of the layer's instructions.
+template <class Out>
+void run_tiles(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, int num_threads,
+               const Out& out) {
+  constexpr int kRun = 4;
+  const half* x = reinterpret_cast<const half*>(in);
+  const size_t xstep = in_cstep * 2;  // cstep counts 4-byte units
+  const int pixels = g.out_h * g.out_w;
+  const int tiles = (pixels + kPixels - 1) / kPixels;
+  const int runs = (tiles + kRun - 1) / kRun;
+  const int panels = (g.out_c + kPanel - 1) / kPanel;
+  const half* w0 = reinterpret_cast<const half*>(packed);
+  parallel_for(num_threads, static_cast<int64_t>(panels) * runs, [&](int64_t item) {
+    const int panel = static_cast<int>(item / runs), t0 = static_cast<int>(item % runs) * kRun;
+    const half* w = w0 + static_cast<size_t>(panel) * panel_halves(kPanel, g.in_c);
+    run_panel(g, x, xstep, w, panel * kPanel, t0, std::min(kRun, tiles - t0), out);
   });
 }
 

@@ -108,9 +108,7 @@ bool shape_ok(const ConvGeometry& g) {
 }
 
 bool supports(const ConvGeometry& g) {
-  const auto t = g.act.type;
-  const bool act = t == fb::ActivationType::None || t == fb::ActivationType::ReLU || t == fb::ActivationType::Clip ||
-                   t == fb::ActivationType::LeakyReLU;
+  const bool act = fuses(g.act);  // every activation type (the rarer ones through a table)
   return g.f16 && act && g.in_pack == kLanes && g.out_pack == kLanes && shape_ok(g);
 }
 
@@ -124,6 +122,7 @@ size_t packed_floats(const ConvGeometry& g) {
 }
 
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  build_epilogue(g.act);
   half* p = reinterpret_cast<half*>(packed);
   const size_t k = k_total(g);
   for (int oc0 = 0; oc0 < g.out_c; oc0 += kPanel) {
