@@ -133,8 +133,16 @@ void mark_half_inputs(NetImpl& net) {
     NetLayer& L = net.layers[li];
     bool all = moves_values(L.type);
     for (int b : L.bottoms) all = all && halves[b];
-    L.round_outputs = L.precision == Precision::kFp16 && !L.half_io && !all;
-    const bool out_halves = L.precision == Precision::kFp16 || L.type == "HalfConvert";
+    // An fp32 layer whose every reader computes in fp16 (the stem) rounds its outputs for
+    // them, as the HalfConvert in front of fp16 kernels does (core/net_half.cpp), so that
+    // the reference set reads what those kernels read.
+    bool feeds_fp16 = L.precision == Precision::kFp32 && L.type != "HalfConvert";
+    for (int t : L.tops) {
+      feeds_fp16 = feeds_fp16 && !net.is_output[t] && !net.consumers[t].empty();
+      for (int c : net.consumers[t]) feeds_fp16 = feeds_fp16 && net.layers[c].precision == Precision::kFp16;
+    }
+    L.round_outputs = (L.precision == Precision::kFp16 && !L.half_io && !all) || feeds_fp16;
+    const bool out_halves = L.precision == Precision::kFp16 || L.type == "HalfConvert" || feeds_fp16;
     for (int t : L.tops) halves[t] = out_halves;
   }
 }
