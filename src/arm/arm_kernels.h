@@ -4,6 +4,7 @@
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
 #include "kernels/half_kernels.h"
+#include "kernels/interp_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -32,10 +33,15 @@ extern const PoolKernel kF32Pool2dPack4_Neon;     // f32_pool2d_neon's windows o
 extern const PoolKernel kF32PoolGlobal_Neon;      // global max and average
 extern const PoolKernel kF32Pool2d_Neon;          // windows of width 2, 3 (unrolled) or up to 64, stride 1 and 2
 
+// Interp (src/arm/f16_interp_pack8_neonfp16.cpp).
+extern const InterpKernel kF16InterpPack8_Neon;    // fp16 bilinear and nearest resize, pack8 halves (FEAT_FP16)
+
 // InnerProduct (src/arm/f32_gemv_8x4_neon.cpp).
 extern const FcKernel kF32Gemv8x4_Neon;           // 8 outputs x 4 inputs per step, packed weights
 
 // Elementwise (src/arm/f32_{binary,eltwise,activation,affine}_neon.cpp).
+extern const BinaryKernel kF16Binary_Neon;        // fp16: add/sub/mul/div/max/min on halves (FEAT_FP16)
+extern const EltwiseKernel kF16Eltwise_Neon;      // fp16: 2-input sum, prod, max on halves (FEAT_FP16)
 extern const BinaryKernel kF32Binary_Neon;        // add/sub/mul/div/max/min, array and scalar forms
 extern const EltwiseKernel kF32Eltwise_Neon;      // n-ary sum with coefficients, prod, max in one pass
 extern const ActivationKernel kF32Activation_Neon;  // every activation type (NEON exp/erf)

@@ -33,11 +33,13 @@ std::vector<const PoolKernel*> arch_pool_kernels() {
   };
 }
 
+std::vector<const InterpKernel*> arch_interp_kernels() { return {&arm::kF16InterpPack8_Neon}; }
+
 std::vector<const FcKernel*> arch_fc_kernels() { return {&arm::kF32Gemv8x4_Neon}; }
 
-std::vector<const BinaryKernel*> arch_binary_kernels() { return {&arm::kF32Binary_Neon}; }
+std::vector<const BinaryKernel*> arch_binary_kernels() { return {&arm::kF16Binary_Neon, &arm::kF32Binary_Neon}; }
 
-std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&arm::kF32Eltwise_Neon}; }
+std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&arm::kF16Eltwise_Neon, &arm::kF32Eltwise_Neon}; }
 
 std::vector<const ActivationKernel*> arch_activation_kernels() { return {&arm::kF32Activation_Neon}; }
 

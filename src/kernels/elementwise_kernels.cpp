@@ -15,6 +15,17 @@ const K* select_first(const std::vector<const K*>& all, const G& g, Isa isa) {
   return nullptr;
 }
 
+// select_first for a family with kernels for halves: those only for f16 geometries, and
+// only where the CPU has fp16 arithmetic.
+template <class K, class G>
+const K* select_for_precision(const std::vector<const K*>& all, const G& g, Isa isa) {
+  for (const K* k : all) {
+    if (k->f16 != g.f16 || (k->f16 && !active_has(Feature::kFp16Arith))) continue;
+    if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && k->supports(g)) return k;
+  }
+  return nullptr;
+}
+
 struct AddOp { static float apply(float a, float b) { return a + b; } };
 struct SubOp { static float apply(float a, float b) { return a - b; } };
 struct MulOp { static float apply(float a, float b) { return a * b; } };
@@ -83,7 +94,7 @@ const std::vector<const BinaryKernel*>& binary_kernels() {
 }
 
 const BinaryKernel* select_binary_kernel(const BinaryGeometry& g, Isa isa) {
-  return select_first(binary_kernels(), g, isa);
+  return select_for_precision(binary_kernels(), g, isa);
 }
 
 void binary_reference(const BinaryGeometry& g, const float* a, const float* b, float* out, size_t n) {
@@ -108,7 +119,7 @@ const std::vector<const EltwiseKernel*>& eltwise_kernels() {
 }
 
 const EltwiseKernel* select_eltwise_kernel(const EltwiseGeometry& g, Isa isa) {
-  return select_first(eltwise_kernels(), g, isa);
+  return select_for_precision(eltwise_kernels(), g, isa);
 }
 
 void eltwise_reference(const EltwiseGeometry& g, const float* const* srcs, const float* coef, int count, float* out,

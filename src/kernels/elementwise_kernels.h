@@ -31,6 +31,9 @@ struct BinaryGeometry {
   fb::BinaryOpType op = fb::BinaryOpType::Add;
   BinaryForm form = BinaryForm::kArrayArray;
   ActivationSpec act;  // applied to every result
+  // Operands are IEEE halves (maps of halves at Option::precision kFp16, where the CPU
+  // has fp16 arithmetic): only kernels whose f16 is set claim it.
+  bool f16 = false;
 };
 
 struct BinaryKernel {
@@ -41,6 +44,12 @@ struct BinaryKernel {
   double tolerance;
   // out[i] = act(a op b) for i < n in g.form; out may equal a or b (in place).
   void (*run)(const BinaryGeometry& g, const float* a, const float* b, float* out, size_t n);
+  // A kernel for halves (BinaryGeometry::f16), selected only where the CPU has fp16
+  // arithmetic (kernels/isa.h Feature::kFp16Arith): a, b and out point at IEEE halves and
+  // n counts halves. It claims the ops and activations whose results equal
+  // binary_reference's on the widened halves rounded to halves (core/half.h
+  // float_to_half) bit for bit.
+  bool f16 = false;
 };
 
 const std::vector<const BinaryKernel*>& binary_kernels();
@@ -53,6 +62,7 @@ void binary_reference(const BinaryGeometry& g, const float* a, const float* b, f
 struct EltwiseGeometry {
   fb::EltwiseOp op = fb::EltwiseOp::Sum;
   ActivationSpec act;  // applied to the folded value
+  bool f16 = false;    // operands are IEEE halves, as BinaryGeometry::f16
 };
 
 // Inputs are folded in their order, starting from the first:
@@ -70,6 +80,10 @@ struct EltwiseKernel {
   // out[i] = act(fold of srcs[0..count)[i]); count >= 1; srcs[0] may equal out.
   void (*run)(const EltwiseGeometry& g, const float* const* srcs, const float* coef, int count, float* out,
               size_t n);
+  // A kernel for halves (EltwiseGeometry::f16), as BinaryKernel::f16: equal to
+  // eltwise_reference rounded to halves for a fold of at most 2 inputs (it folds in
+  // fp16), coefficients absent or all 1 (it does not read them).
+  bool f16 = false;
 };
 
 const std::vector<const EltwiseKernel*>& eltwise_kernels();

@@ -4,6 +4,7 @@
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
 #include "kernels/half_kernels.h"
+#include "kernels/interp_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -12,6 +13,7 @@ namespace kestrel::kernels::detail {
 std::vector<const ConvKernel*> arch_conv_kernels() { return {}; }
 
 std::vector<const PoolKernel*> arch_pool_kernels() { return {}; }
+std::vector<const InterpKernel*> arch_interp_kernels() { return {}; }
 std::vector<const FcKernel*> arch_fc_kernels() { return {}; }
 std::vector<const BinaryKernel*> arch_binary_kernels() { return {}; }
 std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {}; }

@@ -3,7 +3,10 @@
 // Runs in place when the output has the first input's shape. forward() reduces the
 // broadcast to rows in one of three forms (array op array, array op scalar, scalar
 // op array) and runs a row kernel of the binary registry on each, chosen at prepare();
-// kernels::binary_reference is the row function of the reference kernel set.
+// kernels::binary_reference is the row function of the reference kernel set. At fp16,
+// two maps of the output's shape may be re-targeted to halves (set_half).
+#include <cstdint>
+#include <cstdio>
 #include <utility>
 
 #include "kernels/elementwise_kernels.h"
@@ -111,11 +114,36 @@ class BinaryOp final : public Layer {
     g.act = act_;
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_binary_kernel(g, kernels::active_isa()) : nullptr;
     kernel_name = kernel_ ? kernel_->name : nullptr;
+    half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast;
     return Status::Ok();
+  }
+
+  // Re-targets the layer to maps of halves (Layer::set_half): two inputs of the output's
+  // shape (no broadcast), in the output's layout, through the registry's fp16 kernel,
+  // which claims only the ops and activations whose fp16 results are the reference's
+  // fp32 ones rounded to halves (f16_binary_neonfp16.cpp says why), as the reference set
+  // computes at kFp16. Any layout: each value pairs with the values at its position.
+  bool set_half(int in_pack, int out_pack, bool dry_run) override {
+    if (!half_candidate_ || !two_same_ || in_pack != out_pack) return false;
+    kernels::BinaryGeometry g;
+    g.op = op_;
+    g.act = act_;
+    g.f16 = true;
+    const kernels::BinaryKernel* k = kernels::select_binary_kernel(g, kernels::active_isa());
+    if (!k || !k->f16) return false;
+    if (dry_run) return true;
+    kernel_ = k;
+    std::snprintf(name_, sizeof name_, "%s[h%d>h%d]", kernel_->name, in_pack, out_pack);
+    kernel_name = name_;
+    return true;
   }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
+    if (kernel_ && kernel_->f16) {
+      run_half(inputs[reverse_ ? 1 : 0], inputs[reverse_ ? 0 : 1], outputs[0], ctx.num_threads);
+      return Status::Ok();
+    }
     Operand a = broadcast_operand(inputs[0].data, layer_util::axis_view(inputs[0]));
     Operand b;
     if (inputs.size() == 2) {
@@ -194,6 +222,29 @@ class BinaryOp final : public Layer {
     }
   }
 
+  // Maps of halves (set_half): planes (channels, or blocks of 8) of plane_size * elempack
+  // halves each, the three maps' planes cstep 4-byte units apart; planes cut into
+  // kElementwiseChunk pieces, one per iteration. Channel padding is not computed.
+  void run_half(const Mat& a, const Mat& b, Mat& out, int num_threads) const {
+    const int planes = layer_util::plane_count(out);
+    const size_t n = layer_util::plane_size(out) * static_cast<size_t>(out.elempack);
+    const size_t chunk = kernels::kElementwiseChunk;
+    const long long pieces = static_cast<long long>((n + chunk - 1) / chunk);
+    kernels::BinaryGeometry g;
+    g.op = op_;
+    g.act = act_;
+    g.f16 = true;
+#pragma omp parallel for num_threads(num_threads)
+    for (long long it = 0; it < planes * pieces; ++it) {
+      const int q = static_cast<int>(it / pieces);
+      const size_t first = static_cast<size_t>(it % pieces) * chunk;
+      auto at = [&](const Mat& m) { return reinterpret_cast<const uint16_t*>(m.channel(q)) + first; };
+      kernel_->run(g, reinterpret_cast<const float*>(at(a)), reinterpret_cast<const float*>(at(b)),
+                   reinterpret_cast<float*>(reinterpret_cast<uint16_t*>(out.channel(q)) + first),
+                   std::min(chunk, n - first));
+    }
+  }
+
   fb::BinaryOpType op_ = fb::BinaryOpType::Add;
   bool with_scalar_ = false;
   float scalar_ = 0.f;
@@ -203,7 +254,9 @@ class BinaryOp final : public Layer {
   std::vector<int> weight_extents_;  // outermost first
   bool same_shape_ = false;          // the prepared output has input 0's shape
   bool two_same_ = false;            // two inputs, both of the output's shape
-  const kernels::BinaryKernel* kernel_ = nullptr;
+  const kernels::BinaryKernel* kernel_ = nullptr;  // an f16 one once set_half re-targeted the layer
+  bool half_candidate_ = false;  // prepared at kFp16 on the fast set: set_half may re-target
+  char name_[64] = {};           // kernel_name with the operands' layouts, once re-targeted
 };
 
 }  // namespace

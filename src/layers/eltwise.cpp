@@ -1,8 +1,11 @@
 // Eltwise: combines any number of same-shape inputs elementwise (weighted sum,
 // product or maximum), with a fused activation. A kernel of the eltwise registry,
 // chosen at prepare(), folds every input in one pass; kernels::eltwise_reference is
-// the reference kernel set's.
+// the reference kernel set's. At fp16, a fold of two maps may be re-targeted to halves
+// (set_half).
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 
 #include "kernels/elementwise_kernels.h"
 #include "layers/activation.h"
@@ -55,12 +58,38 @@ class Eltwise final : public Layer {
     g_.act = act_;
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_eltwise_kernel(g_, kernels::active_isa()) : nullptr;
     kernel_name = kernel_ ? kernel_->name : nullptr;
+    half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast && inputs.size() == 2;
     return Status::Ok();
+  }
+
+  // Re-targets the layer to maps of halves (Layer::set_half): a fold of two inputs,
+  // coefficients absent or all 1, through the registry's fp16 kernel, whose results are
+  // then the reference's fp32 ones rounded to halves (f16_binary_neonfp16.cpp says why;
+  // a longer fold, or a weighted one, would round more than once). Any layout.
+  bool set_half(int in_pack, int out_pack, bool dry_run) override {
+    if (!half_candidate_ || in_pack != out_pack) return false;
+    for (float c : coefficients_) {
+      if (c != 1.f) return false;
+    }
+    kernels::EltwiseGeometry g = g_;
+    g.f16 = true;
+    const kernels::EltwiseKernel* k = kernels::select_eltwise_kernel(g, kernels::active_isa());
+    if (!k || !k->f16) return false;
+    if (dry_run) return true;
+    kernel_ = k;
+    g_ = g;
+    std::snprintf(name_, sizeof name_, "%s[h%d>h%d]", kernel_->name, in_pack, out_pack);
+    kernel_name = name_;
+    return true;
   }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     Mat& out = outputs[0];
+    if (g_.f16) {
+      forward_half(inputs, out, ctx.num_threads);
+      return Status::Ok();
+    }
     const int planes = layer_util::plane_count(out);
     const size_t n = layer_util::plane_size(out), chunk = kernels::kElementwiseChunk;
     const long long pieces = static_cast<long long>((n + chunk - 1) / chunk);
@@ -97,11 +126,33 @@ class Eltwise final : public Layer {
   }
 
  private:
+  // Maps of halves (set_half), two inputs: planes (channels, or blocks of 8) of
+  // plane_size * elempack halves, cut into kElementwiseChunk pieces, one per iteration.
+  void forward_half(const std::vector<Mat>& inputs, Mat& out, int num_threads) const {
+    const int planes = layer_util::plane_count(out);
+    const size_t n = layer_util::plane_size(out) * static_cast<size_t>(out.elempack);
+    const size_t chunk = kernels::kElementwiseChunk;
+    const long long pieces = static_cast<long long>((n + chunk - 1) / chunk);
+#pragma omp parallel for num_threads(num_threads)
+    for (long long it = 0; it < planes * pieces; ++it) {
+      const int q = static_cast<int>(it / pieces);
+      const size_t first = static_cast<size_t>(it % pieces) * chunk;
+      const float* srcs[2];
+      for (int k = 0; k < 2; ++k) {
+        srcs[k] = reinterpret_cast<const float*>(reinterpret_cast<const uint16_t*>(inputs[k].channel(q)) + first);
+      }
+      float* dst = reinterpret_cast<float*>(reinterpret_cast<uint16_t*>(out.channel(q)) + first);
+      kernel_->run(g_, srcs, nullptr, 2, dst, std::min(chunk, n - first));
+    }
+  }
+
   fb::EltwiseOp op_ = fb::EltwiseOp::Sum;
   std::vector<float> coefficients_;
   ActivationSpec act_;
   kernels::EltwiseGeometry g_;  // op and activation, set in prepare()
   const kernels::EltwiseKernel* kernel_ = nullptr;
+  bool half_candidate_ = false;  // two inputs, prepared at kFp16 on the fast set: set_half may re-target
+  char name_[64] = {};           // kernel_name with the operands' layouts, once re-targeted
 };
 
 }  // namespace

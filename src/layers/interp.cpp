@@ -1,20 +1,21 @@
 // Interp: nearest or bilinear resize of the two inner axes of a [c][h][w] blob, with
-// PyTorch's F.interpolate coordinate mapping (scales recomputed as in / out).
+// PyTorch's F.interpolate coordinate mapping (scales recomputed as in / out). The loops
+// are the Interp kernel family's references (kernels/interp_kernels.h): fp32, or the
+// binary16 twin at Precision::kFp16 on the reference kernel set; the fp16 pass
+// (core/net_half.cpp) may re-target a layer prepared at kFp16 to the fp16 kernel on
+// pack8 maps of halves.
 #include <cmath>
+#include <cstdio>
 
+#include "kernels/interp_kernels.h"
+#include "layers/kernel_bridge.h"
 #include "layers/layers.h"
 
 namespace kestrel {
 namespace {
 
+using kernels::InterpTap;
 using layer_util::corrupt;
-
-// Where output position i reads along one axis: a blend of in[lo] and in[hi].
-// Nearest sets lo == hi and weight_hi = 0.
-struct Tap {
-  int lo = 0, hi = 0;
-  float weight_hi = 0.f;
-};
 
 class Interp final : public Layer {
  public:
@@ -46,7 +47,7 @@ class Interp final : public Layer {
     return check.status();
   }
 
-  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext&) override {
+  Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
     Status s = layer_util::check_io("Interp", inputs, 1, 1, outputs);
     if (!s.ok()) return s;
     const Shape& in = inputs[0];
@@ -63,71 +64,73 @@ class Interp final : public Layer {
       }
       out_size[a] = static_cast<int>(n);
       taps_[a].resize(static_cast<size_t>(out_size[a]));
-      for (int i = 0; i < out_size[a]; ++i) taps_[a][i] = tap(i, in_size[a], out_size[a]);
+      for (int i = 0; i < out_size[a]; ++i) {
+        taps_[a][i] = kernels::interp_tap(mode_, align_corners_, coords_, i, in_size[a], out_size[a]);
+      }
     }
     outputs[0] = Shape::make3(out_size[1], out_size[0], in.c);
+    g_ = kernels::InterpGeometry{};
+    g_.channels = in.c;
+    g_.in_h = in.h;
+    g_.in_w = in.w;
+    g_.out_h = out_size[0];
+    g_.out_w = out_size[1];
+    g_.bilinear = mode_ == fb::InterpMode::Bilinear;
+    g_.rows = taps_[0].data();
+    g_.columns = taps_[1].data();
+    kernel_ = nullptr;
+    kernel_name = nullptr;
+    // The reference set's fp16 layers compute in fp16: the fp16 oracle.
+    f16_reference_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kReference;
+    half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast;
     return Status::Ok();
+  }
+
+  // Re-targets the layer to maps of halves (Layer::set_half): the registry's fp16 kernel
+  // for the geometry in those layouts (pack8 in and out), bit for bit the fp16 twin the
+  // reference set computes with. Without one the layer stays fp32 on halves.
+  bool set_half(int in_pack, int out_pack, bool dry_run) override {
+    if (!half_candidate_) return false;
+    kernels::InterpGeometry g = g_;
+    g.f16 = true;
+    g.in_pack = in_pack;
+    g.out_pack = out_pack;
+    const kernels::InterpKernel* k = kernels::select_interp_kernel(g, kernels::active_isa());
+    if (!k || !k->f16) return false;
+    if (dry_run) return true;
+    kernel_ = k;
+    g_ = g;
+    std::snprintf(name_, sizeof name_, "%s[h%d>h%d]", kernel_->name, g_.in_pack, g_.out_pack);
+    kernel_name = name_;
+    return true;
   }
 
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    const std::vector<Tap>& ty = taps_[0];
-    const std::vector<Tap>& tx = taps_[1];
-#pragma omp parallel for num_threads(ctx.num_threads)
-    for (int q = 0; q < in.c; ++q) {
-      const float* src = in.channel(q);
-      float* dst = out.channel(q);
-      for (int y = 0; y < out.h; ++y) {
-        const float* r0 = src + static_cast<size_t>(ty[y].lo) * in.w;
-        const float* r1 = src + static_cast<size_t>(ty[y].hi) * in.w;
-        const float wy = ty[y].weight_hi;
-        float* d = dst + static_cast<size_t>(y) * out.w;
-        for (int x = 0; x < out.w; ++x) {
-          const Tap& t = tx[x];
-          const float top = r0[t.lo] + t.weight_hi * (r0[t.hi] - r0[t.lo]);
-          const float bottom = r1[t.lo] + t.weight_hi * (r1[t.hi] - r1[t.lo]);
-          d[x] = top + wy * (bottom - top);
-        }
-      }
+    if (kernel_) {
+      kernel_->run(g_, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
+    } else if (f16_reference_) {
+      kernels::interp_reference_f16(g_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
+    } else {
+      kernels::interp_reference(g_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     }
     return Status::Ok();
   }
 
  private:
-  // PyTorch's index arithmetic, in float as its CPU kernels do, so that nearest picks
-  // the same pixel where dst * in / out lands on an integer.
-  Tap tap(int i, int in, int out) const {
-    Tap t;
-    if (mode_ == fb::InterpMode::Nearest) {
-      const float scale = static_cast<float>(in) / static_cast<float>(out);
-      const float at = coords_ == fb::InterpCoords::HalfPixel ? static_cast<float>(i) + 0.5f : static_cast<float>(i);
-      t.lo = t.hi = std::min(static_cast<int>(std::floor(at * scale)), in - 1);
-      return t;
-    }
-    float src = 0.f;
-    if (align_corners_) {
-      const float scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.f;
-      src = scale * static_cast<float>(i);
-    } else if (coords_ == fb::InterpCoords::Asymmetric) {
-      src = static_cast<float>(in) / static_cast<float>(out) * static_cast<float>(i);
-    } else {
-      const float scale = static_cast<float>(in) / static_cast<float>(out);
-      src = std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.f);
-    }
-    t.lo = std::min(static_cast<int>(src), in - 1);
-    t.hi = std::min(t.lo + 1, in - 1);
-    t.weight_hi = t.hi > t.lo ? src - static_cast<float>(t.lo) : 0.f;
-    return t;
-  }
-
   fb::InterpMode mode_ = fb::InterpMode::Nearest;
   bool align_corners_ = false;
   fb::InterpCoords coords_ = fb::InterpCoords::PyTorch;
   int size_[2] = {0, 0};       // h, w
   float scale_[2] = {0.f, 0.f};
-  std::vector<Tap> taps_[2];   // prepared: per output row, per output column
+  std::vector<InterpTap> taps_[2];  // prepared: per output row, per output column
+  kernels::InterpGeometry g_;       // prepared; its taps are taps_
+  bool f16_reference_ = false;      // kFp16 on the reference set: the fp16 twin
+  bool half_candidate_ = false;     // kFp16 on the fast set: set_half may re-target
+  const kernels::InterpKernel* kernel_ = nullptr;
+  char name_[64] = {};  // kernel_name with the operands' layouts, once re-targeted
 };
 
 }  // namespace

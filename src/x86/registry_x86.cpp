@@ -3,6 +3,7 @@
 #include "x86/x86_kernels.h"
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
+#include "kernels/interp_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -40,6 +41,8 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
 std::vector<const PoolKernel*> arch_pool_kernels() {
   return {&x86::kF32PoolGlobal_Avx512, &x86::kF32Pool2d_Avx512, &x86::kF32PoolGlobal_Avx2, &x86::kF32Pool2d_Avx2};
 }
+// Interp has fp16 kernels only (aarch64); fp32 resizes run interp_reference.
+std::vector<const InterpKernel*> arch_interp_kernels() { return {}; }
 std::vector<const FcKernel*> arch_fc_kernels() { return {&x86::kF32Gemv16x4_Avx512, &x86::kF32Gemv8x4_Avx2}; }
 std::vector<const BinaryKernel*> arch_binary_kernels() { return {&x86::kF32Binary_Avx512, &x86::kF32Binary_Avx2}; }
 std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&x86::kF32Eltwise_Avx512, &x86::kF32Eltwise_Avx2}; }
