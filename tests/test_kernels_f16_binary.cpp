@@ -553,4 +553,39 @@ TEST_CASE("fp16 binary: residual adds of an fp16 net run on halves, equal to the
   CHECK(converts == expected);
 }
 
+// BlazeFace's residual: the add reads the map a depthwise layer read before, runs in
+// place over it, on planes of 16,384 pixels (several pieces per plane), only the net's
+// output extracted (so that nothing keeps the intermediate maps alive).
+TEST_CASE("fp16 binary: a residual add in place on large planes, only the output extracted") {
+  for (int hw : {128, 20}) {
+    CAPTURE(hw);
+    kestrel::ModelBuilder b;
+    b.add_input("data", {3, hw, hw});
+    kt::add_conv(b, "a", "data", 3, 24, 3);
+    kt::add_depthwise(b, "dw", "a", 24, 1, 5);
+    kt::add_conv(b, "b", "dw", 24, 24, 1);
+    b.add_layer("BinaryOp", "add", {"a", "b"}, {"add"}, binary_params(BinaryOpType::Add, false, ActivationType::ReLU));
+    kt::add_conv(b, "c", "add", 24, 8, 1);
+    b.add_output("c");
+    kestrel::Net oracle, fast;
+    oracle.option().kernels = kestrel::KernelSet::kReference;
+    for (kestrel::Net* net : {&oracle, &fast}) net->option().precision = kestrel::Precision::kFp16;
+    REQUIRE(kt::load(oracle, b).ok());
+    REQUIRE(kt::load(fast, b).ok());
+    const kestrel::Mat in = kt::random_input(fast, "data", 29);
+    kestrel::Extractor ex = fast.create_extractor();
+    kestrel::Extractor ox = oracle.create_extractor();
+    REQUIRE(ex.input("data", in).ok());
+    REQUIRE(ox.input("data", in).ok());
+    kestrel::Mat got, want;
+    REQUIRE(ex.extract("c", got).ok());
+    REQUIRE(ox.extract("c", want).ok());
+    if (fp16_arith()) {
+      CHECK(kt::same_bits(got, want));
+    } else {
+      CHECK(kt::relative_error(got, want) < 0.02);
+    }
+  }
+}
+
 }  // TEST_SUITE("precision")

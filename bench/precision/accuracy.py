@@ -6,6 +6,9 @@ binary16 arithmetic, accumulating in fp16 as the ARMv8.2 kernels will).
 
     /usr/bin/python3 bench/precision/accuracy.py --build build/release [--out bench/precision/RESULTS.md]
         [--no-reference]   # skip the slow fp16-arithmetic oracle (about 2 minutes for the photos)
+    # The ARMv8.2 kernels themselves, under qemu (the photos only; about 6 minutes):
+    /usr/bin/python3 bench/precision/accuracy.py --build build/release --no-reference --no-fashion \
+        --run "qemu-aarch64 -cpu cortex-a76 AARCH64_BUILD/kestrel-run" [--out bench/precision/RESULTS_ARM.md]
 
 Rows:
 - Fashion-MNIST (models/fashion/fashion_onnx.kst), the whole test set: top-1 accuracy and
@@ -79,13 +82,21 @@ def compare_boxes(want, got):
     return found, len(want), len(got) - len(used), worst
 
 
+def build_dir(a):
+    return pathlib.Path(a.build)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build/release")
     ap.add_argument("--out")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-fashion", action="store_true", help="only the TF.js models on the photos")
+    ap.add_argument("--run", help="the kestrel-run command (default: --build's), e.g. a static aarch64 "
+                    "kestrel-run behind qemu-aarch64 -cpu cortex-a76")
     a = ap.parse_args()
+    kestrel_run = a.run.split() if a.run else [build_dir(a) / "kestrel-run"]
     build = pathlib.Path(a.build)
     configs = [c for c in CONFIGS if not (a.no_reference and c[1] == "ref")]
     rows = []
@@ -94,11 +105,11 @@ def main():
     ev = build / "tests" / "fashion" / "fashion_eval"
     model = REPO / "models" / "fashion" / "fashion_onnx.kst"
     acc = {}
-    for prec, kern in configs:
+    for prec, kern in [] if a.no_fashion else configs:
         text = run([ev, model, FASHION_DATA / "t10k-images-idx3-ubyte.gz", FASHION_DATA / "t10k-labels-idx1-ubyte.gz",
                     "--precision", prec, "--threads", a.threads] + (["--reference"] if kern == "ref" else []))
         acc[(prec, kern)] = float(re.search(r"accuracy ([0-9.]+)%", text).group(1))
-    for prec, kern in configs:
+    for prec, kern in [] if a.no_fashion else configs:
         d = acc[(prec, kern)] - acc[("fp32", "fast")]
         rows.append(("Fashion-MNIST (10,000 test images)", f"{prec} {kern}", f"top-1 {acc[(prec, kern)]:.2f}%",
                      "-" if prec == "fp32" else f"{d:+.2f} point" + (" (ok)" if abs(d) <= 0.1 else " (over 0.1)")))
@@ -118,7 +129,7 @@ def main():
             for prec, kern in configs:
                 for p in photos:
                     out = tmp / f"{m.name}_{prec}_{kern}_{p.stem}.json"
-                    run([build / "kestrel-run", kst, p, "--precision", prec, "--kernels", kern, "--json", out,
+                    run(kestrel_run + [kst, p, "--precision", prec, "--kernels", kern, "--json", out,
                          "--threads", a.threads])
                     results[(prec, kern, p.stem)] = json.loads(out.read_text())
             for prec, kern in configs[1:]:
@@ -149,9 +160,10 @@ def main():
                                  f"{found}/{total} found again (IoU >= 0.9, worst {worst:.3f}), {new} new",
                                  "ok" if found == total and new == 0 else "NOT within the bound"))
 
-    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. `fast` on this x86 host: fp16 storage (weights and "
-             "outputs rounded to halves, fp32 arithmetic); `ref`: the fp16 oracle (exact binary16 arithmetic, "
-             "accumulating in fp16).", "",
+    where = (f"`fast` is `{' '.join(kestrel_run)}`'s kernels" if a.run else
+             "`fast` on this x86 host: fp16 storage (weights and outputs rounded to halves, fp32 arithmetic)")
+    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. {where}; `ref`: the fp16 oracle (exact binary16 "
+             "arithmetic, accumulating in fp16).", "",
              "| model | precision, kernels | result | against fp32 |", "|---|---|---|---|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
     text = "\n".join(lines) + "\n"
