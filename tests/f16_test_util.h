@@ -132,6 +132,52 @@ inline std::vector<float> random_halves(size_t n, float range, std::mt19937& rng
   return v;
 }
 
+// What fills a kernel test's input (bits of halves).
+enum class Fill { kRandom, kMixed, kZeros, kNan };
+constexpr Fill kFills[] = {Fill::kRandom, Fill::kMixed, Fill::kZeros, Fill::kNan};
+
+// A NaN of random sign and payload: quiet, or signalling (a payload bit kept set, or it
+// would be an infinity).
+inline uint16_t random_nan(std::mt19937& rng, bool quiet) {
+  const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
+  return static_cast<uint16_t>(sign | 0x7c00 | (quiet ? 0x200 | (rng() & 0x1ff) : 1 + (rng() & 0x1fe)));
+}
+
+// n halves as `fill` says: random values within +-4; a mix of those with NaNs, zeros of
+// either sign, values beyond 30000, infinities and +-65504; zeros of either sign; NaNs.
+// Signalling NaNs only where `signalling` (maps of halves hold quiet ones: a kernel
+// that only reads maps need not keep a signalling NaN's bits).
+inline std::vector<uint16_t> random_half_fill(Fill fill, size_t n, std::mt19937& rng, bool signalling) {
+  const std::vector<float> values = random_halves(n, 4.f, rng);
+  std::vector<uint16_t> h(n);
+  std::uniform_int_distribution<int> pick(0, 99);
+  std::uniform_real_distribution<float> large(30000.f, 65504.f);
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t v = kestrel::float_to_half(values[i]);
+    const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
+    if (fill == Fill::kZeros) {
+      v = sign;
+    } else if (fill == Fill::kNan) {
+      v = random_nan(rng, !signalling || pick(rng) < 80);
+    } else if (fill == Fill::kMixed) {
+      const int r = pick(rng);
+      if (r < 7) {
+        v = random_nan(rng, !signalling || r < 5);
+      } else if (r < 25) {
+        v = sign;
+      } else if (r < 50) {
+        v = static_cast<uint16_t>(sign | kestrel::float_to_half(large(rng)));
+      } else if (r < 53) {
+        v = static_cast<uint16_t>(sign | 0x7c00);
+      } else if (r < 58) {
+        v = static_cast<uint16_t>(sign | 0x7bff);  // +-65504
+      }
+    }
+    h[i] = v;
+  }
+  return h;
+}
+
 inline std::vector<const kestrel::kernels::ConvKernel*> f16_kernels() {
   std::vector<const kestrel::kernels::ConvKernel*> ks;
   for (const kestrel::kernels::ConvKernel* k : kestrel::kernels::conv_kernels()) {

@@ -37,6 +37,8 @@ using kestrel::fb::InterpCoords;
 using kestrel::fb::InterpMode;
 using kestrel::kernels::Feature;
 using kestrel::kernels::InterpGeometry;
+using kt::Fill;
+using kt::kFills;
 using kestrel::kernels::InterpKernel;
 using kestrel::kernels::InterpTap;
 
@@ -100,47 +102,8 @@ struct Resize {
   }
 };
 
-// What fills the input (bits of halves).
-enum class Fill { kRandom, kMixed, kZeros, kNan };
-constexpr Fill kFills[] = {Fill::kRandom, Fill::kMixed, Fill::kZeros, Fill::kNan};
-
-uint16_t random_nan(std::mt19937& rng, bool quiet) {
-  const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
-  // A signalling NaN keeps a payload bit set, or it would be an infinity.
-  return static_cast<uint16_t>(sign | 0x7c00 | (quiet ? 0x200 | (rng() & 0x1ff) : 1 + (rng() & 0x1fe)));
-}
-
 std::vector<uint16_t> make_input(Fill fill, size_t n, std::mt19937& rng) {
-  const std::vector<float> values = kt::random_halves(n, 4.f, rng);
-  std::vector<uint16_t> h(n);
-  std::uniform_int_distribution<int> pick(0, 99);
-  std::uniform_real_distribution<float> large(30000.f, 65504.f);
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t v = kestrel::float_to_half(values[i]);
-    const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
-    if (fill == Fill::kZeros) {
-      v = sign;
-    } else if (fill == Fill::kNan) {
-      v = random_nan(rng, pick(rng) < 80);
-    } else if (fill == Fill::kMixed) {
-      const int r = pick(rng);
-      if (r < 5) {
-        v = random_nan(rng, true);
-      } else if (r < 7) {
-        v = random_nan(rng, false);
-      } else if (r < 25) {
-        v = sign;
-      } else if (r < 50) {
-        v = static_cast<uint16_t>(sign | kestrel::float_to_half(large(rng)));
-      } else if (r < 53) {
-        v = static_cast<uint16_t>(sign | 0x7c00);
-      } else if (r < 58) {
-        v = static_cast<uint16_t>(sign | 0x7bff);  // +-65504
-      }
-    }
-    h[i] = v;
-  }
-  return h;
+  return kt::random_half_fill(fill, n, rng, /*signalling=*/true);
 }
 
 std::string hex(uint32_t bits, int digits) {

@@ -36,6 +36,8 @@ using kestrel::fb::PoolType;
 using kestrel::kernels::Feature;
 using kestrel::kernels::PoolGeometry;
 using kestrel::kernels::PoolKernel;
+using kt::Fill;
+using kt::kFills;
 
 constexpr int kLanes = 8;
 constexpr uint16_t kNanHalf = 0x7e00;
@@ -82,44 +84,9 @@ bool windowed(PoolGeometry* g, bool ceil_mode) {
   return g->out_h >= 1 && g->out_w >= 1;
 }
 
-// What fills the input (bits of halves; the NaNs are quiet, as every map's are).
-enum class Fill { kRandom, kMixed, kZeros, kNan };
-constexpr Fill kFills[] = {Fill::kRandom, Fill::kMixed, Fill::kZeros, Fill::kNan};
-
-uint16_t random_nan(std::mt19937& rng) {
-  const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
-  return static_cast<uint16_t>(sign | 0x7e00 | (rng() & 0x1ff));
-}
-
+// Pooling reads maps of halves only, whose NaNs are quiet.
 std::vector<uint16_t> make_input(Fill fill, size_t n, std::mt19937& rng) {
-  const std::vector<float> values = kt::random_halves(n, 4.f, rng);
-  std::vector<uint16_t> h(n);
-  std::uniform_int_distribution<int> pick(0, 99);
-  std::uniform_real_distribution<float> large(30000.f, 65504.f);
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t v = kestrel::float_to_half(values[i]);
-    const uint16_t sign = (rng() & 1) ? 0x8000 : 0;
-    if (fill == Fill::kZeros) {
-      v = sign;
-    } else if (fill == Fill::kNan) {
-      v = random_nan(rng);
-    } else if (fill == Fill::kMixed) {
-      const int r = pick(rng);
-      if (r < 6) {
-        v = random_nan(rng);
-      } else if (r < 26) {
-        v = sign;
-      } else if (r < 50) {
-        v = static_cast<uint16_t>(sign | kestrel::float_to_half(large(rng)));
-      } else if (r < 53) {
-        v = static_cast<uint16_t>(sign | 0x7c00);
-      } else if (r < 60) {
-        v = 0x7bff;  // 65504
-      }
-    }
-    h[i] = v;
-  }
-  return h;
+  return kt::random_half_fill(fill, n, rng, /*signalling=*/false);
 }
 
 std::string hex(uint16_t h) {
