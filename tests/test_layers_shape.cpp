@@ -227,6 +227,12 @@ TEST_CASE("PriorBox hand-computed (Caffe-SSD)") {
   check_error(Harness("PriorBox", bad).load, "variances");
   bad.variances = {};
   check_error(Harness("PriorBox", bad).prepare({Shape::make3(2, 2, 1)}), "input");
+  // A map too large for its priors is refused before they are computed (a fuzzed model
+  // asked for 8 GiB of them); 2^24 boxes still load.
+  q.image_w = q.image_h = 0;
+  q.step_w = q.step_h = 0;
+  check_error(Harness("PriorBox", q).prepare({Shape::make3(8192, 8192, 1), Shape::make3(100, 100, 3)}),
+              "too many priors: a 8192x8192 map with 1 priors per cell");
 }
 
 TEST_CASE("DetectionOutput decodes, suppresses and ranks") {

@@ -11,6 +11,12 @@ namespace {
 
 using layer_util::corrupt;
 
+// The most coordinates a PriorBox computes at load (4 per box; its output holds them
+// and their variances): SSD300's largest has 23,104; 2^26 is a 1024x1024 map with 16
+// priors a cell, 512 MiB of output. A model asking for more is refused before the load
+// allocates it (a fuzzed model asked for 8 GiB).
+constexpr size_t kMaxPriorValues = size_t{1} << 26;
+
 std::vector<float> to_vector(const flatbuffers::Vector<float>* v) {
   return v ? std::vector<float>(v->begin(), v->end()) : std::vector<float>();
 }
@@ -88,8 +94,10 @@ class PriorBox final : public Layer {
     img_h_ = image_given ? image_h_ : inputs[1].h;
     size_t values = 0;
     if (!checked_mul({size_t(layer_w_), size_t(layer_h_), size_t(priors_per_cell_), 4}, &values) ||
-        values > 0x7fffffffu) {
-      return corrupt("too many priors");
+        values > kMaxPriorValues) {
+      return corrupt("too many priors: a " + std::to_string(layer_w_) + "x" + std::to_string(layer_h_) + " map with " +
+                     std::to_string(priors_per_cell_) + " priors per cell, more than " +
+                     std::to_string(kMaxPriorValues / 4) + " boxes");
     }
     outputs[0] = Shape::make2(static_cast<int>(values), 2);
     // The priors depend on nothing forward sees: computed once here, copied there
