@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/half.h"
 #include "core/layer.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_context.h"
@@ -218,6 +219,26 @@ inline int check_layer_kernel_sets(kestrel::Layer& layer, const std::vector<kest
     ++checks;
   }
   return checks;
+}
+
+// The values rounded to IEEE halves: weights a half-weight kernel takes
+// (ConvGeometry::half_weights).
+inline std::vector<float> rounded_to_halves(std::vector<float> v) {
+  for (float& x : v) x = kestrel::half_to_float(kestrel::float_to_half(x));
+  return v;
+}
+
+// A half-weight kernel's fp32 twin, named as it is without "_f16w", or nullptr.
+template <class K>
+const K* fp32_twin(const std::vector<const K*>& all, const K* k) {
+  std::string name = k->name;
+  const size_t at = name.find("_f16w");
+  if (at == std::string::npos) return nullptr;
+  name.erase(at, 5);
+  for (const K* t : all) {
+    if (name == t->name && !t->half_weights) return t;
+  }
+  return nullptr;
 }
 
 }  // namespace kt

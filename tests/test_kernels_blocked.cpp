@@ -198,15 +198,20 @@ TEST_SUITE("kernels") {
     const auto kernels = kt::runnable_kernels(kestrel::kernels::conv_kernels());
     std::map<std::string, int> tested;
     std::mt19937 rng(23);
-    for (const ConvGeometry& g : geometries()) {
+    for (const ConvGeometry& g0 : geometries()) {
       Mat in;
-      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
+      REQUIRE(in.create(Shape::make3(g0.in_w, g0.in_h, g0.in_c)));
       kt::fill_random(in, rng);
-      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * (g.in_c / g.group) * g.kh * g.kw, rng);
-      const std::vector<float> b = kt::random_vector(g.out_c, rng);
+      const std::vector<float> w0 = kt::random_vector(size_t(g0.out_c) * (g0.in_c / g0.group) * g0.kh * g0.kw, rng);
+      const std::vector<float> w_halves = kt::rounded_to_halves(w0);
+      const std::vector<float> b = kt::random_vector(g0.out_c, rng);
       for (const ConvKernel* k : kernels) {
         const int lanes = k->blocked_lanes;
         if (lanes == 0) continue;
+        // A half-weight kernel takes weights that are halves (ConvGeometry::half_weights).
+        ConvGeometry g = g0;
+        g.half_weights = k->half_weights;
+        const std::vector<float>& w = k->half_weights ? w_halves : w0;
         // Some geometries are claimed only with a blocked input (the channel tiles on
         // maps above 14x14 read it in place), output (the stems' channel tiles) or both
         // (NEON's pack4 kernels). The first layout claimed is checked against the

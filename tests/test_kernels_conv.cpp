@@ -294,17 +294,25 @@ TEST_SUITE("kernels") {
     const std::vector<ConvGeometry> geoms = sweep();
     std::map<std::string, int> tested;
     std::mt19937 rng(7);
-    for (const ConvGeometry& g : geoms) {
+    // Each geometry again with weights that are halves, where a half-weight kernel
+    // claims it: those kernels must equal their fp32 twins bit for bit.
+    for (const ConvGeometry& g0 : geoms) for (bool halves : {false, true}) {
+      ConvGeometry g = g0;
+      g.half_weights = halves;
       std::vector<const ConvKernel*> claim;
+      bool half_kernel = false;
       for (const ConvKernel* k : kernels) {
-        if (k->supports(g)) claim.push_back(k);
+        if (!k->supports(g)) continue;
+        claim.push_back(k);
+        half_kernel = half_kernel || k->half_weights;
       }
-      if (claim.empty()) continue;
+      if (claim.empty() || (halves && !half_kernel)) continue;
       Mat in, ref;
       REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
       REQUIRE(ref.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
       kt::fill_random(in, rng);
-      const std::vector<float> w = kt::random_vector(size_t(g.out_c) * (g.in_c / g.group) * g.kh * g.kw, rng);
+      std::vector<float> w = kt::random_vector(size_t(g.out_c) * (g.in_c / g.group) * g.kh * g.kw, rng);
+      if (halves) w = kt::rounded_to_halves(w);
       const std::vector<float> b = kt::random_vector(g.out_c, rng);
       const float* bias = g.bias ? b.data() : nullptr;
       kestrel::kernels::conv_reference(g, w.data(), bias, in.data, in.cstep, ref.data, ref.cstep, 1);
@@ -324,6 +332,18 @@ TEST_SUITE("kernels") {
           const double err = kt::relative_error(out, ref);
           CHECK_MESSAGE(err <= k->tolerance, "relative error ", err, " > ", k->tolerance);
           CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
+          if (const ConvKernel* twin = k->half_weights ? kt::fp32_twin(kernels, k) : nullptr) {
+            Mat twin_packed, twin_out;
+            REQUIRE(twin_packed.create(Shape::make1(int(twin->packed_floats(g)) + 1)));
+            REQUIRE(twin_out.create(ref.shape()));
+            kt::fill_sentinel(twin_out);  // so that the channel padding compares equal too
+            twin->pack(g, w.data(), bias, twin_packed.data);
+            kt::KernelScratch twin_scratch;
+            twin->run(g, twin_packed.data, in.data, in.cstep, twin_out.data, twin_out.cstep,
+                      twin_scratch.make(twin->workspace_bytes(g), twin->workspace_per_thread_bytes(g), threads));
+            INFO("against " << twin->name);
+            CHECK(std::memcmp(twin_out.data, out.data, out.total() * sizeof(float)) == 0);
+          }
         }
         tested[k->name]++;
       }
@@ -338,6 +358,7 @@ TEST_SUITE("kernels") {
       }
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
+      if (k->half_weights) CHECK_MESSAGE(kt::fp32_twin(kernels, k) != nullptr, "no fp32 twin runnable");
     }
   }
 

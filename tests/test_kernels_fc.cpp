@@ -80,18 +80,25 @@ TEST_SUITE("kernels") {
                           << "inner-product kernels runnable");
     std::map<std::string, int> tested;
     std::mt19937 rng(9);
-    for (const FcCase& c : sweep()) {
-      const FcGeometry& g = c.g;
+    // Each case again with weights that are halves, where a half-weight kernel claims
+    // it: those kernels must equal their fp32 twins bit for bit.
+    for (const FcCase& c : sweep()) for (bool halves : {false, true}) {
+      FcGeometry g = c.g;
+      g.half_weights = halves;
       std::vector<const FcKernel*> claim;
+      bool half_kernel = false;
       for (const FcKernel* k : kernels) {
-        if (k->supports(g)) claim.push_back(k);
+        if (!k->supports(g)) continue;
+        claim.push_back(k);
+        half_kernel = half_kernel || k->half_weights;
       }
-      if (claim.empty()) continue;
+      if (claim.empty() || (halves && !half_kernel)) continue;
       Mat in;
       REQUIRE(in.create(c.in));
       std::fill(in.data, in.data + in.total(), NAN);  // channel padding: reading it shows
       kt::fill_random(in, rng);
-      const std::vector<float> w = kt::random_vector(size_t(g.num_output) * g.num_input(), rng);
+      std::vector<float> w = kt::random_vector(size_t(g.num_output) * g.num_input(), rng);
+      if (halves) w = kt::rounded_to_halves(w);
       const std::vector<float> b = kt::random_vector(g.num_output, rng);
       const float* bias = g.bias ? b.data() : nullptr;
       kt::GuardedArray ref(g.num_output);
@@ -110,6 +117,17 @@ TEST_SUITE("kernels") {
           const double err = kt::relative_error(out.data(), ref.data(), g.num_output);
           CHECK_MESSAGE(err <= k->tolerance, "relative error ", err, " > ", k->tolerance);
           CHECK_MESSAGE(out.guards_untouched(), "wrote outside the output");
+          if (const FcKernel* twin = k->half_weights ? kt::fp32_twin(kernels, k) : nullptr) {
+            Mat twin_packed;
+            REQUIRE(twin_packed.create(Shape::make1(int(twin->packed_floats(g)) + 1)));
+            twin->pack(g, w.data(), bias, twin_packed.data);
+            kt::GuardedArray twin_out(g.num_output);
+            kt::KernelScratch twin_scratch;
+            twin->run(g, twin_packed.data, in.data, in.cstep, twin_out.data(),
+                      twin_scratch.make(twin->workspace_bytes(g), twin->workspace_per_thread_bytes(g), threads));
+            INFO("against " << twin->name);
+            CHECK(kt::same_bits(twin_out.data(), out.data(), g.num_output));
+          }
         }
         tested[k->name]++;
       }
@@ -118,6 +136,7 @@ TEST_SUITE("kernels") {
       INFO(std::string(k->name));
       CHECK_MESSAGE(tested[k->name] > 0, "no geometry of the sweep was claimed by ", std::string(k->name));
       MESSAGE(std::string(k->name) << ": " << tested[k->name] << " geometries");
+      if (k->half_weights) CHECK_MESSAGE(kt::fp32_twin(kernels, k) != nullptr, "no fp32 twin runnable");
     }
   }
 

@@ -1,5 +1,6 @@
 // The seam every layer implementation plugs into: load / prepare / forward.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,13 @@ struct WeightView {
   const float* data = nullptr;
   std::vector<int> shape;  // outermost first, as written by the converter
   size_t count = 0;        // number of floats
+  // Every value is an IEEE half exactly (an F16 weight of the model, or one rounded for
+  // an fp16 layer): a kernel may keep them as halves (ConvGeometry::half_weights).
+  bool halves = false;
+  // An F16 weight of the model handed to a layer that widens it itself
+  // (Layer::widens_weight): data is nullptr and these are its `count` halves, in the
+  // model's buffer for the Net's lifetime.
+  const uint16_t* half_data = nullptr;
 };
 
 struct LoadContext {
@@ -119,6 +127,12 @@ class Layer {
   // mapped model's pages; core/weight_release.h). A layer may still read it again in
   // set_packs() (it faults back in). The default: read in place.
   virtual bool reads_weight_in_place(size_t /*i*/) const { return true; }
+
+  // True if the layer takes weight i, where the model stores it as F16, as halves
+  // (WeightView::half_data) and widens it only while it needs the floats (to pack them,
+  // or for good where it runs the reference loop): the Net then makes no fp32 copy of
+  // it, which for an F16 model would have doubled the memory during the load.
+  virtual bool widens_weight(size_t /*i*/) const { return false; }
 
   size_t workspace_bytes = 0;
   size_t workspace_per_thread_bytes = 0;

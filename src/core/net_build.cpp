@@ -149,17 +149,11 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
       return corrupt(what + ": data is not 64-byte aligned");
     }
     if (half) {
-      // The layers read fp32: widen once, kept for the Net's lifetime.
-      net.widened_weights.emplace_back(count);
-      std::vector<float>& wide = net.widened_weights.back();
-      const uint8_t* src = w->data()->data();
-      for (size_t k = 0; k < count; ++k) {
-        uint16_t h;
-        std::memcpy(&h, src + k * sizeof h, sizeof h);
-        wide[k] = half_to_float(h);
-      }
-      v.data = wide.data();
-      net.model_weights[i].widened = &wide;
+      // Widened when a layer that reads fp32 is loaded (widen_for_layer), unless the
+      // layer widens it itself; the view's data stays nullptr until then.
+      v.half_data = reinterpret_cast<const uint16_t*>(w->data()->data());
+      v.halves = true;
+      net.model_weights[i].f16 = true;
     } else {
       v.data = reinterpret_cast<const float*>(w->data()->data());
     }
@@ -170,6 +164,26 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
     views->push_back(std::move(v));
   }
   return Status::Ok();
+}
+
+// The views of layer li's weights as it takes them: an F16 weight widened to fp32 once
+// (kept for the Net's lifetime, shared by its readers), except where the layer widens
+// it itself (Layer::widens_weight). Throws std::bad_alloc.
+void widen_for_layer(NetImpl& net, const fb::Layer& fl, const Layer& layer, std::vector<WeightView>* views) {
+  for (size_t pos = 0; pos < views->size(); ++pos) {
+    WeightView& v = (*views)[pos];
+    if (v.data || !v.half_data) continue;
+    if (layer.widens_weight(pos)) continue;
+    NetImpl::ModelWeight& mw = net.model_weights[fl.weights()->Get(static_cast<flatbuffers::uoffset_t>(pos))];
+    if (!mw.widened) {
+      net.widened_weights.emplace_back(v.count);
+      std::vector<float>& wide = net.widened_weights.back();
+      for (size_t k = 0; k < v.count; ++k) wide[k] = half_to_float(v.half_data[k]);
+      mw.widened = &wide;
+    }
+    v.data = mw.widened->data();
+    v.half_data = nullptr;
+  }
 }
 
 Status read_layers(NetImpl& net) {
@@ -277,6 +291,9 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
       if (fl->weights()) {
         for (uint32_t w : *fl->weights()) lc.weights.push_back(weights[w]);
       }
+      step = "widening F16 weights";
+      widen_for_layer(net, *fl, *L.impl, &lc.weights);
+      step = "loading parameters and weights";
       L.precision = resolve_precision(net, li, opt);
       Status s;
       if (L.precision == Precision::kFp16) {

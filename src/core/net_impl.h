@@ -74,7 +74,8 @@ struct NetImpl {
 
   size_t max_workspace_bytes = 0;
   size_t max_workspace_per_thread_bytes = 0;
-  // F16 weights of the model widened to fp32 (a deque: WeightViews point into them).
+  // F16 weights of the model widened to fp32 for the layers that read them so (a deque:
+  // WeightViews point into them).
   std::deque<std::vector<float>> widened_weights;
   size_t model_weight_bytes = 0;
 
@@ -84,7 +85,8 @@ struct NetImpl {
   struct ModelWeight {
     const uint8_t* bytes = nullptr;
     size_t size = 0;
-    std::vector<float>* widened = nullptr;
+    std::vector<float>* widened = nullptr;  // made for the layers that read fp32
+    bool f16 = false;                        // stored as F16
     std::vector<std::pair<int, int>> users;
   };
   std::vector<ModelWeight> model_weights;

@@ -101,7 +101,7 @@ Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weig
     const uint32_t w = fl->weights()->Get(static_cast<flatbuffers::uoffset_t>(pos));
     WeightView& v = (*weights)[pos];
     for (size_t k = 0; k < v.count; ++k) {
-      const float x = v.data[k];
+      const float x = v.data ? v.data[k] : half_to_float(v.half_data[k]);
       if (std::isfinite(x) && std::fabs(half_to_float(float_to_half(x))) <= 65504.f) continue;
       return Status(ErrorCode::kInvalidArgument,
                     "precision fp16: weight " + std::to_string(pos) + " holds " + std::to_string(x) + " at index " +
@@ -109,12 +109,13 @@ Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weig
                         (std::isfinite(x) ? ", beyond fp16's range of +-65504" : ", which fp16 weights refuse") +
                         "; run this layer in fp32 (Option::layer_precision)");
     }
-    if (net.model_weights[w].widened) continue;  // stored as F16: halves already
+    if (net.model_weights[w].f16) continue;  // stored as F16: halves already
     net.rounded_weights.emplace_back(v.count);
     std::vector<float>& r = net.rounded_weights.back();
     for (size_t k = 0; k < v.count; ++k) r[k] = half_to_float(float_to_half(v.data[k]));
     net.rounded_users.emplace_back(li, static_cast<int>(pos));
     v.data = r.data();
+    v.halves = true;
   }
   return Status::Ok();
 }

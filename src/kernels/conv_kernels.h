@@ -29,6 +29,10 @@ struct ConvGeometry {
   // Operands and weights are halves and the arithmetic is fp16's (Option::precision
   // kFp16 where the CPU has it): only kernels whose ConvKernel::f16 is set claim it.
   bool f16 = false;
+  // The weights are IEEE halves exactly (an F16 model's, or rounded for an fp16 layer):
+  // a kernel whose ConvKernel::half_weights is set may keep them as halves, half the
+  // memory, widening them as it loads them.
+  bool half_weights = false;
 
   bool is_depthwise() const { return group == in_c && group == out_c; }
   bool planar() const { return in_pack == 1 && out_pack == 1; }
@@ -74,6 +78,10 @@ struct ConvKernel {
   // pack() reads fp32 weights that hold halves and writes halves (packed_floats(g)
   // counts 4-byte units). Its results equal conv_reference_f16's bit for bit.
   bool f16 = false;
+  // Keeps the weights as IEEE halves (packed_floats(g) counts 4-byte units) and widens
+  // them exactly as it loads them: the twin of an fp32 kernel with the same results
+  // bit for bit, claiming only geometries with ConvGeometry::half_weights.
+  bool half_weights = false;
 };
 
 // Every convolution kernel compiled into this binary, in priority order (the first

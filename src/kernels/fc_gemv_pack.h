@@ -16,9 +16,13 @@ size_t gemv_blocks(const FcGeometry& g, size_t block);
 
 bool gemv_supports(const FcGeometry& g);
 
-size_t gemv_packed_floats(const FcGeometry& g, size_t block);
+// halves: the weights kept as IEEE halves (FcKernel::half_weights), two to a 4-byte
+// unit, padded to a 64-byte line before the bias floats.
+size_t gemv_weight_floats(const FcGeometry& g, size_t block, bool halves = false);
+size_t gemv_packed_floats(const FcGeometry& g, size_t block, bool halves = false);
 
-void gemv_pack(const FcGeometry& g, size_t block, const float* weight, const float* bias, float* packed);
+void gemv_pack(const FcGeometry& g, size_t block, const float* weight, const float* bias, float* packed,
+               bool halves = false);
 
 // Workspace for gathering an input of several channel planes into one vector.
 size_t gemv_workspace_bytes(const FcGeometry& g);

@@ -20,6 +20,9 @@ struct FcGeometry {
   int num_output = 0;
   bool bias = false;
   ActivationSpec act;
+  // The weights are IEEE halves exactly: a kernel with FcKernel::half_weights may keep
+  // them so (ConvGeometry::half_weights).
+  bool half_weights = false;
 
   size_t num_input() const { return static_cast<size_t>(in_planes) * in_plane; }
   double flops() const { return 2.0 * num_output * static_cast<double>(num_input()); }
@@ -42,6 +45,9 @@ struct FcKernel {
   // must not depend on ctx.num_threads.
   void (*run)(const FcGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
               const KernelContext& ctx);
+  // Keeps the weights as IEEE halves and widens them exactly as it loads them: results
+  // equal to its fp32 twin's bit for bit, on geometries with FcGeometry::half_weights.
+  bool half_weights = false;
 };
 
 // Every inner-product kernel compiled into this binary, in priority order.

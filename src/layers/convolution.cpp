@@ -14,6 +14,7 @@
 #include "layers/conv_spec.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
+#include "layers/widened_weight.h"
 
 namespace kestrel {
 namespace {
@@ -35,7 +36,10 @@ class Convolution final : public Layer {
                      "]");
     }
     in_per_group_ = w.shape[1];
-    return bind_conv_weights(ctx, c_, c_.num_output, in_per_group_, &weight_, &bias_);
+    half_weights_ = w.halves;
+    LoadContext lc = ctx;
+    lc.weights[0].data = widened_.bind(w);
+    return bind_conv_weights(lc, c_, c_.num_output, in_per_group_, &weight_, &bias_);
   }
 
   Status prepare(const std::vector<Shape>& inputs, std::vector<Shape>& outputs, const PrepareContext& ctx) override {
@@ -71,6 +75,7 @@ class Convolution final : public Layer {
     g_.group = c_.group;
     g_.bias = bias_ != nullptr;
     g_.act = c_.act;
+    g_.half_weights = half_weights_;
     outputs[0] = Shape::make3(gx.out, gy.out, c_.num_output);
     multiply_adds = double(gx.out) * gy.out * c_.num_output * in_per_group_ * c_.kh * c_.kw;
     // The reference set's fp16 layers compute in fp16: the fp16 oracle.
@@ -125,9 +130,11 @@ class Convolution final : public Layer {
     }
     if (!k || k->blocked_lanes != lanes || !k->supports(g)) return false;
     if (dry_run) return true;
-    if (k != kernel_ && !bind_packed_kernel(k, g, weight_, bias_, "convolution weights", this, &packed_, &kernel_).ok()) {
+    if (k != kernel_ &&
+        !bind_packed_kernel(k, g, widened_.floats(), bias_, "convolution weights", this, &packed_, &kernel_).ok()) {
       throw std::bad_alloc();
     }
+    drop_floats();
     g_ = g;
     workspace_bytes = kernel_->workspace_bytes(g_);
     workspace_per_thread_bytes = kernel_->workspace_per_thread_bytes(g_);
@@ -151,9 +158,10 @@ class Convolution final : public Layer {
     if (!k || !k->f16) return false;
     if (dry_run) return true;
     fc_kernel_ = nullptr;
-    if (!bind_packed_kernel(k, g, weight_, bias_, "convolution weights", this, &packed_, &kernel_).ok()) {
+    if (!bind_packed_kernel(k, g, widened_.floats(), bias_, "convolution weights", this, &packed_, &kernel_).ok()) {
       throw std::bad_alloc();
     }
+    drop_floats();
     g_ = g;
     std::snprintf(name_, sizeof name_, "%s[h%d>h%d]", kernel_->name, g_.in_pack, g_.out_pack);
     kernel_name = name_;
@@ -161,14 +169,34 @@ class Convolution final : public Layer {
   }
 
   size_t packed_weight_bytes() const override {
-    return kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0;
+    return (kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes();
   }
-  // A fast kernel's packing holds the weights and the bias.
-  bool reads_weight_in_place(size_t) const override { return !kernel_ && !fc_kernel_; }
+  // A fast kernel's packing holds the weights and the bias; an F16 kernel weight is
+  // never read from the model (WidenedWeight).
+  bool reads_weight_in_place(size_t i) const override {
+    return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves());
+  }
+  bool widens_weight(size_t i) const override { return i == 0; }
 
  private:
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
+    Status s = choose_kernel_with_floats(ctx);
+    drop_floats();
+    return s;
+  }
+
+  // Frees widened F16 weights once a packing holds them (WidenedWeight): the
+  // reference loop alone reads weight_.
+  void drop_floats() {
+    if (widened_.from_halves() && (kernel_ || fc_kernel_)) {
+      widened_.drop();
+      weight_ = nullptr;
+    }
+  }
+
+  Status choose_kernel_with_floats(const PrepareContext& ctx) {
+    weight_ = widened_.floats();
     const bool fast = ctx.kernels == KernelSet::kFast;
     kernel_ = nullptr;
     fc_kernel_ = nullptr;
@@ -179,6 +207,7 @@ class Convolution final : public Layer {
       fc_g_.num_output = g_.out_c;
       fc_g_.bias = g_.bias;
       fc_g_.act = g_.act;
+      fc_g_.half_weights = half_weights_;
       const kernels::FcKernel* k = kernels::select_fc_kernel(fc_g_, kernels::active_isa());
       if (k) {
         Status s = bind_packed_kernel(k, fc_g_, weight_, bias_, "convolution weights", this, &packed_, &fc_kernel_);
@@ -212,6 +241,8 @@ class Convolution final : public Layer {
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
   bool f16_reference_ = false;
+  bool half_weights_ = false;  // the kernel weight's values are halves (WeightView::halves)
+  WidenedWeight widened_;      // weight_'s source
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "layers/activation.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
+#include "layers/widened_weight.h"
 
 namespace kestrel {
 namespace {
@@ -38,10 +39,11 @@ class InnerProduct final : public Layer {
     num_input_ = w.shape[1];
     size_t expected = 0;
     if (!checked_mul({size_t(num_output_), size_t(num_input_)}, &expected)) return corrupt("weight count overflows");
-    if (w.count != expected || !w.data) {
+    if (w.count != expected || (!w.data && !w.half_data)) {
       return corrupt("weight has " + std::to_string(w.count) + " values, expected " + std::to_string(expected));
     }
-    weight_ = w.data;
+    weight_ = widened_.bind(w);
+    half_weights_ = w.halves;
     return layer_util::load_bias(ctx.weights, bias, num_output_, &bias_);
   }
 
@@ -60,6 +62,7 @@ class InnerProduct final : public Layer {
     g_.num_output = num_output_;
     g_.bias = bias_ != nullptr;
     g_.act = act_;
+    g_.half_weights = half_weights_;
     // The reference set's fp16 layers compute in fp16: the fp16 oracle.
     f16_reference_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kReference;
     return choose_kernel(ctx);
@@ -80,16 +83,26 @@ class InnerProduct final : public Layer {
     return Status::Ok();
   }
 
-  size_t packed_weight_bytes() const override { return kernel_ ? packed_.total() * sizeof(float) : 0; }
-  // A fast kernel's packing holds the weights and the bias.
-  bool reads_weight_in_place(size_t) const override { return !kernel_; }
+  size_t packed_weight_bytes() const override {
+    return (kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes();
+  }
+  // A fast kernel's packing holds the weights and the bias; an F16 weight is never read
+  // from the model (WidenedWeight).
+  bool reads_weight_in_place(size_t i) const override { return !kernel_ && !(i == 0 && widened_.from_halves()); }
+  bool widens_weight(size_t i) const override { return i == 0; }
 
  private:
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
     const kernels::FcKernel* k =
         ctx.kernels == KernelSet::kFast ? kernels::select_fc_kernel(g_, kernels::active_isa()) : nullptr;
-    return bind_packed_kernel(k, g_, weight_, bias_, "inner product weights", this, &packed_, &kernel_);
+    weight_ = widened_.floats();
+    Status s = bind_packed_kernel(k, g_, weight_, bias_, "inner product weights", this, &packed_, &kernel_);
+    if (kernel_ && widened_.from_halves()) {
+      widened_.drop();  // the packing holds them; the reference loop alone reads weight_
+      weight_ = nullptr;
+    }
+    return s;
   }
 
  private:
@@ -97,6 +110,8 @@ class InnerProduct final : public Layer {
   ActivationSpec act_;
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
+  bool half_weights_ = false;  // WeightView::halves
+  WidenedWeight widened_;      // weight_'s source
   kernels::FcGeometry g_;  // resolved in prepare()
   const kernels::FcKernel* kernel_ = nullptr;
   Mat packed_;  // kernel_'s packed weights

@@ -11,5 +11,9 @@ const ConvKernel kF32Conv1x1_16x6_Avx2 =
     conv_gemm::channel_kernel<F32x8, 2, 6, 3, 4, 3>("f32_conv1x1_16x6_avx2", Isa::kAvx2, true);
 const ConvKernel kF32ConvSgemm_16x6_Avx2 =
     conv_gemm::channel_kernel<F32x8, 2, 6, 3, 4, 3>("f32_conv_sgemm_16x6_avx2", Isa::kAvx2, false);
+const ConvKernel kF32Conv1x1_16x6_F16w_Avx2 =
+    conv_gemm::channel_kernel<F32x8, 2, 6, 3, 4, 3, uint16_t>("f32_conv1x1_16x6_f16w_avx2", Isa::kAvx2, true);
+const ConvKernel kF32ConvSgemm_16x6_F16w_Avx2 =
+    conv_gemm::channel_kernel<F32x8, 2, 6, 3, 4, 3, uint16_t>("f32_conv_sgemm_16x6_f16w_avx2", Isa::kAvx2, false);
 
 }  // namespace kestrel::kernels::x86

@@ -11,5 +11,9 @@ const ConvKernel kF32Conv1x1_32x12_Avx512 =
     conv_gemm::channel_kernel<F32x16, 2, 12, 3, 8, 3>("f32_conv1x1_32x12_avx512", Isa::kAvx512, true);
 const ConvKernel kF32ConvSgemm_32x12_Avx512 =
     conv_gemm::channel_kernel<F32x16, 2, 12, 3, 8, 3>("f32_conv_sgemm_32x12_avx512", Isa::kAvx512, false);
+const ConvKernel kF32Conv1x1_32x12_F16w_Avx512 = conv_gemm::channel_kernel<F32x16, 2, 12, 3, 8, 3, uint16_t>(
+    "f32_conv1x1_32x12_f16w_avx512", Isa::kAvx512, true);
+const ConvKernel kF32ConvSgemm_32x12_F16w_Avx512 = conv_gemm::channel_kernel<F32x16, 2, 12, 3, 8, 3, uint16_t>(
+    "f32_conv_sgemm_32x12_f16w_avx512", Isa::kAvx512, false);
 
 }  // namespace kestrel::kernels::x86

@@ -71,14 +71,15 @@ void pack_block_groups(const float* in, size_t in_cstep, size_t k, size_t kb0, s
 // place, every line of it ended up in both cores' caches, and the depthwise layer that
 // writes it next (MobileNet's) waited on invalidating them: 0.135 ms at 2 threads against
 // 0.042 at one (14x14x512, AMD EPYC).
-template <class V, int MV, int NP, class P, class Epi>
+template <class V, int MV, int NP, class P, class A, class Epi>
 void run_channels_direct(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                          size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
   constexpr int W = V::kWidth, MR = MV * W;
   const Plan pl = plan_of<MR, MR>(g);
   const size_t full = pl.pixels / NP;
   const int rest = static_cast<int>(pl.pixels % NP);
-  const float* bias_all = packed + weight_floats<MR>(pl, 1);
+  const A* weights = packed_weights<A>(packed);
+  const float* bias_all = packed + weight_floats<MR, A>(pl, 1);
   const int threads = std::max(1, ctx.num_threads);
   // A blocked map of more than 14x14 pixels is read in place at any thread count, each
   // thread its own pixel groups for every panel, so that no line of it is read by both
@@ -117,13 +118,15 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
     }
 #pragma omp barrier
     // K in slices where it is long (kKSlice), the accumulators parked in the thread's
-    // own scratch after the groups' room: [pixel][MR].
+    // own scratch after the groups' room: [pixel][MR]; then a half-weight kernel's
+    // widened panel slice.
     const size_t kslice = slices_k(pl.k) ? kKSlice : pl.k;
     float* parked = static_cast<float*>(ctx.scratch_of(static_cast<int>(t))) + groups_floats;
+    float* wide = parked + (slices_k(pl.k) ? pl.pixels * MR : 0);
     // Groups [g0, g1) of one panel, `next` the weights of the panel the thread runs next.
     const size_t ngroups = full + (rest ? 1 : 0);
-    auto run_groups = [&](int panel, size_t g0, size_t g1, const float* next) {
-      const float* a = packed + static_cast<size_t>(panel) * pl.k * MR;
+    auto run_groups = [&](int panel, size_t g0, size_t g1, const A* next) {
+      const A* a = weights + static_cast<size_t>(panel) * pl.k * MR;
       const float* bias = bias_all + static_cast<size_t>(panel) * MR;
       const int mr = std::min(MR, pl.out_per_group - panel * MR);
       float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep;  // its first row / block
@@ -132,30 +135,32 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
         const gemm::Resume rs{k0 > 0 ? parked : nullptr, k0 + kn < pl.k ? parked : nullptr};
         // The first groups bring the next panel's weights (this slice of them) towards
         // L2, a 64-byte line per k step, so spread over kPrefetchTiles groups.
+        const char* next_slice = next ? reinterpret_cast<const char*>(next + k0 * MR) : nullptr;
+        const float* af = gemm::panel_floats<V>(a + k0 * MR, kn * MR, wide);
         for (size_t gi = g0; gi < std::min(g1, full); ++gi) {
           size_t ldb = 0;
           const float* b = group_b(gi, k0, &ldb);
           const size_t nth = gi - g0;
-          if (next && nth < static_cast<size_t>(gemm::kPrefetchTiles<V, MV>)) {
-            gemm::ctile<V, MV, NP, true, Epi, P>(kn, a + k0 * MR, bias, gemm::StridedRows{b, ldb}, c + gi * NP * out_px,
-                                                 ldc, mr, next + k0 * MR + nth * kn * 16, epi, rs.at(gi * NP * MR));
+          if (next && nth < static_cast<size_t>(gemm::kPrefetchTiles<V, MV, A>)) {
+            gemm::ctile<V, MV, NP, true, Epi, P>(kn, af, bias, gemm::StridedRows{b, ldb}, c + gi * NP * out_px, ldc, mr,
+                                                 next_slice + nth * kn * 64, epi, rs.at(gi * NP * MR));
           } else {
-            gemm::ctile<V, MV, NP, false, Epi, P>(kn, a + k0 * MR, bias, gemm::StridedRows{b, ldb},
-                                                  c + gi * NP * out_px, ldc, mr, nullptr, epi, rs.at(gi * NP * MR));
+            gemm::ctile<V, MV, NP, false, Epi, P>(kn, af, bias, gemm::StridedRows{b, ldb}, c + gi * NP * out_px, ldc,
+                                                  mr, nullptr, epi, rs.at(gi * NP * MR));
           }
         }
         if (rest && g1 == ngroups) {
           size_t ldb = 0;
           const float* b = group_b(full, k0, &ldb);
-          gemm::any_ctile<V, MV, NP, Epi, P>(kn, a + k0 * MR, bias, gemm::StridedRows{b, ldb}, c + full * NP * out_px,
-                                             ldc, mr, rest, nullptr, epi, rs.at(full * NP * MR));
+          gemm::any_ctile<V, MV, NP, Epi, P>(kn, af, bias, gemm::StridedRows{b, ldb}, c + full * NP * out_px, ldc, mr,
+                                             rest, nullptr, epi, rs.at(full * NP * MR));
         }
       }
     };
     if (by_pixels) {
       const size_t g0 = ngroups * t / n, g1 = ngroups * (t + 1) / n;
       for (int panel = 0; panel < pl.panels; ++panel) {
-        run_groups(panel, g0, g1, panel + 1 < pl.panels ? packed + static_cast<size_t>(panel + 1) * pl.k * MR : nullptr);
+        run_groups(panel, g0, g1, panel + 1 < pl.panels ? weights + static_cast<size_t>(panel + 1) * pl.k * MR : nullptr);
       }
     } else {
       // Thread t's share of the (panel, group) pairs, panel by panel: whole panels split
@@ -166,43 +171,45 @@ void run_channels_direct(const ConvGeometry& g, const float* packed, const float
         const int panel = static_cast<int>(i / ngroups);
         const size_t g0 = i % ngroups, g1 = std::min(ngroups, g0 + (end - i));
         i += g1 - g0;
-        run_groups(panel, g0, g1, i < end ? packed + static_cast<size_t>(panel + 1) * pl.k * MR : nullptr);
+        run_groups(panel, g0, g1, i < end ? weights + static_cast<size_t>(panel + 1) * pl.k * MR : nullptr);
       }
     }
   }
 }
 
-template <class V, int MV, int NP, int NV>
+template <class V, int MV, int NP, int NV, class A>
 void run_channels(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                   size_t out_cstep, const KernelContext& ctx) {
   constexpr int W = V::kWidth;
   gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
     if (!packs_pixel_groups<MV * W>(g)) {
-      run_impl<ChannelTiles<V, MV, NP, NV>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_impl<ChannelTiles<V, MV, NP, NV, A>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     } else if (g.in_pack == 1 && g.out_pack == 1) {
-      run_channels_direct<V, MV, NP, gemm::Packs<0, 0>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_channels_direct<V, MV, NP, gemm::Packs<0, 0>, A>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     } else if (g.in_pack == 1) {
-      run_channels_direct<V, MV, NP, gemm::Packs<0, W>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_channels_direct<V, MV, NP, gemm::Packs<0, W>, A>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     } else if (g.out_pack == 1) {
-      run_channels_direct<V, MV, NP, gemm::Packs<W, 0>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_channels_direct<V, MV, NP, gemm::Packs<W, 0>, A>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     } else {
-      run_channels_direct<V, MV, NP, gemm::Packs<W, W>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_channels_direct<V, MV, NP, gemm::Packs<W, W>, A>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     }
   });
 }
 
 // Thread 0's holds the pixel groups (run_channels_direct), the others' room for them
 // goes unused (per-thread scratch, unlike the shared workspace, is there in every
-// caller, the fused layers' bands included); then each thread's parked accumulators.
-template <int MR, int NR>
+// caller, the fused layers' bands included); then each thread's parked accumulators,
+// and a half-weight kernel's widened panel slice (A = uint16_t).
+template <int MR, int NR, class A = float>
 size_t channel_workspace_per_thread_bytes(const ConvGeometry& g) {
-  if (packs_pixel_groups<MR>(g)) {
-    const Plan pl = plan_of<MR, NR>(g);
-    return (pixel_group_floats(g, pl) + (slices_k(pl.k) ? pl.pixels * MR : 0)) * sizeof(float);
-  }
   const Plan pl = plan_of<MR, NR, true>(g);
+  const size_t wide = std::is_same_v<A, float> ? 0 : (slices_k(pl.k) ? kKSlice : pl.k) * MR;
+  if (packs_pixel_groups<MR>(g)) {
+    const Plan pg = plan_of<MR, NR>(g);
+    return (pixel_group_floats(g, pg) + (slices_k(pg.k) ? pg.pixels * MR : 0) + wide) * sizeof(float);
+  }
   const size_t parked = !pl.direct && slices_k(pl.k) ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0;
-  return workspace_per_thread_bytes<MR, NR, true>(g) + parked * sizeof(float);
+  return workspace_per_thread_bytes<MR, NR, true>(g) + (parked + wide) * sizeof(float);
 }
 
 // Which orientation a geometry prefers, from a cycle model of the register tiles:
@@ -249,34 +256,41 @@ bool blocked_ok(const ConvGeometry& g) {
 
 // The channel-tile kernels take the geometries of the pixel-tile ones (MRp x NVp
 // vectors) that prefer channel tiles.
-template <int W, int MRp, int NVp, int MV, int NP, int NV>
+// A half-weight kernel (A = uint16_t) takes only geometries whose weights are halves.
+template <int W, int MRp, int NVp, int MV, int NP, int NV, class A = float>
 bool supports_1x1_channels(const ConvGeometry& g) {
+  if (std::is_same_v<A, uint16_t> && !g.half_weights) return false;
   return supports_1x1<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g) &&
          blocked_ok<W, MV * W>(g);
 }
 
-template <int W, int MRp, int NVp, int MV, int NP, int NV>
+template <int W, int MRp, int NVp, int MV, int NP, int NV, class A = float>
 bool supports_general_channels(const ConvGeometry& g) {
+  if (std::is_same_v<A, uint16_t> && !g.half_weights) return false;
   return supports_general<MV * W, NV * W>(g) && prefers_channel_tiles<W, MRp, NVp, MV, NP>(g) &&
          blocked_ok<W, MV * W>(g);
 }
 
 // The entry of a channel-tile kernel (MV vectors x NP pixels over NV-vector im2col
 // tiles), claiming what it takes from the pixel-tile kernels MRp x NVp: 1x1 only, or
-// any geometry. An ISA's translation unit names only its tile.
-template <class V, int MV, int NP, int NV, int MRp, int NVp>
+// any geometry. An ISA's translation unit names only its tile. A = uint16_t: the
+// half-weight twin (ConvKernel::half_weights), its weights kept as halves.
+template <class V, int MV, int NP, int NV, int MRp, int NVp, class A = float>
 constexpr ConvKernel channel_kernel(const char* name, Isa isa, bool one_by_one) {
   constexpr int W = V::kWidth, MR = MV * W, NR = NV * W;
   return {name,
           isa,
-          one_by_one ? supports_1x1_channels<W, MRp, NVp, MV, NP, NV> : supports_general_channels<W, MRp, NVp, MV, NP, NV>,
-          packed_floats<MR, NR>,
-          pack<MR, NR>,
+          one_by_one ? supports_1x1_channels<W, MRp, NVp, MV, NP, NV, A>
+                     : supports_general_channels<W, MRp, NVp, MV, NP, NV, A>,
+          packed_floats<MR, NR, A>,
+          pack<MR, NR, A>,
           no_workspace,
-          channel_workspace_per_thread_bytes<MR, NR>,
+          channel_workspace_per_thread_bytes<MR, NR, A>,
           1e-4,
-          run_channels<V, MV, NP, NV>,
-          W};
+          run_channels<V, MV, NP, NV, A>,
+          W,
+          false,
+          std::is_same_v<A, uint16_t>};
 }
 
 }  // namespace conv_gemm

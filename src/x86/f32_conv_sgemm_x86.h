@@ -25,8 +25,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "core/half.h"
 #include "kernels/conv_kernels.h"
 #include "x86/f32_gemm_x86.h"
 
@@ -96,9 +99,24 @@ Plan plan_of(const ConvGeometry& g) {
   return p;
 }
 
-template <int MR>
+// The packed weights' 4-byte units: floats, or (A = uint16_t, a half-weight kernel) two
+// IEEE halves each, rounded up to a 64-byte line so that the bias floats after them
+// start on one.
+template <int MR, class A = float>
 size_t weight_floats(const Plan& p, int group) {
-  return static_cast<size_t>(group) * p.panels * p.k * MR;
+  const size_t n = static_cast<size_t>(group) * p.panels * p.k * MR;
+  if constexpr (std::is_same_v<A, float>) {
+    return n;
+  } else {
+    static_assert(std::is_same_v<A, uint16_t>, "weights are floats or IEEE halves");
+    return (n * sizeof(A) + 63) / 64 * (64 / sizeof(float));
+  }
+}
+
+// The weights at the start of a packing of `weight_floats<MR, A>` units.
+template <class A>
+const A* packed_weights(const float* packed) {
+  return reinterpret_cast<const A*>(packed);
 }
 
 // Any valid geometry whose scratch and packed weights stay within bounds.
@@ -113,25 +131,35 @@ bool supports_any(const ConvGeometry& g) {
   return (static_cast<size_t>(g.out_c) + static_cast<size_t>(MR) * g.group) * p.k < (size_t(1) << 30);
 }
 
-template <int MR, int NR>
+template <int MR, int NR, class A = float>
 size_t packed_floats(const ConvGeometry& g) {
   const Plan p = plan_of<MR, NR>(g);
-  return weight_floats<MR>(p, g.group) + static_cast<size_t>(g.group) * p.panels * MR;
+  return weight_floats<MR, A>(p, g.group) + static_cast<size_t>(g.group) * p.panels * MR;
 }
 
-template <int MR, int NR>
+// A = uint16_t stores the weights as halves: the layer offers such a kernel only
+// weights that are halves already (ConvGeometry::half_weights), so nothing rounds.
+template <int MR, int NR, class A = float>
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
   const Plan p = plan_of<MR, NR>(g);
-  float* pb = packed + weight_floats<MR>(p, g.group);
+  float* pb = packed + weight_floats<MR, A>(p, g.group);
+  A* const all = reinterpret_cast<A*>(packed);
+  auto to_a = [](float x) -> A {
+    if constexpr (std::is_same_v<A, float>) {
+      return x;
+    } else {
+      return float_to_half(x);
+    }
+  };
   for (int gi = 0; gi < g.group; ++gi) {
     for (int panel = 0; panel < p.panels; ++panel) {
-      float* dst = packed + (static_cast<size_t>(gi) * p.panels + panel) * p.k * MR;
+      A* dst = all + (static_cast<size_t>(gi) * p.panels + panel) * p.k * MR;
       for (int r = 0; r < MR; ++r) {
         const int o = panel * MR + r;
         const bool real = o < p.out_per_group;
         const int oc = gi * p.out_per_group + o;
         const float* src = weight + static_cast<size_t>(oc) * p.k;
-        for (size_t kk = 0; kk < p.k; ++kk) dst[kk * MR + r] = real ? src[kk] : 0.f;
+        for (size_t kk = 0; kk < p.k; ++kk) dst[kk * MR + r] = to_a(real ? src[kk] : 0.f);
         *pb++ = real && bias ? bias[oc] : 0.f;
       }
     }
@@ -208,31 +236,36 @@ void copy_tail(const float* in, size_t in_cstep, size_t k, int n, float* dst) {
 }
 
 // Register tiles with pixels along the vectors: MR output channels x NV vectors.
-template <class V, int MR_, int NV>
+template <class V_, int MR_, int NV>
 struct PixelTiles {
+  using A = float;  // weights are broadcast one by one: floats only
+  using V = V_;
   static constexpr int MR = MR_, NR = NV * V::kWidth;
   // Broadcasts nothing from B: a partial tile of a directly read input is copied.
   static constexpr bool kReadsPartialInPlace = false;
   // Never given a slice of K (run_impl slices only for the channel tiles).
   template <class Epi>
   static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                     size_t ldc, int mr, int nr, const float*, const Epi& epi, const gemm::Resume&) {
+                                     size_t ldc, int mr, int nr, const A*, const Epi& epi, const gemm::Resume&) {
     gemm::any_tile<V, MR, NV>(k, a, bias, gemm::StridedRows{b, ldb}, c, ldc, mr, nr, epi);
   }
 };
 
 // Register tiles with output channels along the vectors: MV vectors x NP pixels,
 // over im2col tiles of NV vectors' worth of pixels (the same blocks as PixelTiles).
-template <class V, int MV, int NP, int NV>
+template <class V_, int MV, int NP, int NV, class A_ = float>
 struct ChannelTiles {
+  using A = A_;  // weights: floats or halves (widened a panel slice at a time)
+  using V = V_;
   static constexpr int MR = MV * V::kWidth, NR = NV * V::kWidth;
   // Broadcasts read only the tile's own pixels, so a partial tile reads in place.
   static constexpr bool kReadsPartialInPlace = true;
   template <class Epi>
-  static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb, float* c,
-                                     size_t ldc, int mr, int nr, const float* next_panel, const Epi& epi,
+  static KESTREL_X86_INLINE void run(size_t k, const float* a, const float* bias, const float* b, size_t ldb,
+                                     float* c, size_t ldc, int mr, int nr, const A* next_panel, const Epi& epi,
                                      const gemm::Resume& rs) {
-    gemm::any_ctile<V, MV, NP>(k, a, bias, gemm::StridedRows{b, ldb}, c, ldc, mr, nr, next_panel, epi, rs);
+    gemm::any_ctile<V, MV, NP, Epi, gemm::PlanarPacks, gemm::StridedRows, A>(k, a, bias, gemm::StridedRows{b, ldb}, c,
+                                                                             ldc, mr, nr, next_panel, epi, rs);
   }
 };
 
@@ -296,7 +329,8 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
   const size_t chunk_panels = (pl.panels + chunks - 1) / chunks;
   chunks = (pl.panels + chunk_panels - 1) / chunk_panels;
   const long items = static_cast<long>(base_items * chunks);
-  const float* bias_all = packed + weight_floats<MR>(pl, g.group);
+  using A = typename T::A;
+  const float* bias_all = packed + weight_floats<MR, A>(pl, g.group);
   // K in slices (channel tiles of an im2col block only; see kKSlice), the accumulators
   // of a thread's item parked after its block in the scratch: [panel][pixel][MR].
   const bool sliced = T::kReadsPartialInPlace && !pl.direct && slices_k(pl.k);
@@ -321,6 +355,9 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
       const float* in_g = in + static_cast<size_t>(gi) * pl.in_per_group * in_cstep;
       float* cols = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
       float* parked = sliced ? cols + block_tiles * NR * pl.k : nullptr;
+      // A half-weight kernel's widened panel slice (channel_workspace_per_thread_bytes).
+      float* wide = cols + (pl.direct ? 1 : pl.block_tiles) * NR * pl.k +
+                    (sliced ? static_cast<size_t>(pl.panels) * pl.block_tiles * NR * MR : 0);
       const bool direct_tail = pl.direct && ncols % NR != 0 && !T::kReadsPartialInPlace;
       if (!pl.direct && cached != rest) {
         im2col_block<NR>(g, pl, in_g, in_cstep, p0, ncols, cols);
@@ -333,11 +370,12 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
         const size_t kn = std::min(kslice, pl.k - k0);
         for (int panel = panel0; panel < panel_end; ++panel) {
           const size_t gp = static_cast<size_t>(gi) * pl.panels + panel;
-          const float* a = packed + gp * pl.k * MR;
+          const A* a = packed_weights<A>(packed) + gp * pl.k * MR;
           const int mr = std::min(MR, pl.out_per_group - panel * MR);
           float* out_p = out + (static_cast<size_t>(gi) * pl.out_per_group + panel * MR) * out_cstep;
           float* park = sliced ? parked + static_cast<size_t>(panel - panel0) * block_tiles * NR * MR : nullptr;
           const gemm::Resume rs{k0 > 0 ? park : nullptr, k0 + kn < pl.k ? park : nullptr};
+          const float* af = gemm::panel_floats<typename T::V>(a + k0 * MR, kn * MR, wide);
           for (size_t t = 0; t < ntiles; ++t) {
             const size_t pt = p0 + t * NR;
             const int nr = static_cast<int>(std::min<size_t>(NR, p_end - pt));
@@ -346,8 +384,8 @@ void run_impl(const ConvGeometry& g, const float* packed, const float* in, size_
             const size_t ldb = from_input ? in_cstep : NR;
             // The block's first tile brings the next panel's weights (their slice)
             // towards L2.
-            const float* next = t == 0 && panel + 1 < panel_end ? a + (pl.k + k0) * MR : nullptr;
-            T::run(kn, a + k0 * MR, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, next, epi,
+            const A* next = t == 0 && panel + 1 < panel_end ? a + (pl.k + k0) * MR : nullptr;
+            T::run(kn, af, bias_all + gp * MR, b, ldb, out_p + pt, out_cstep, mr, nr, next, epi,
                    rs.at(t * NR * MR));
           }
         }

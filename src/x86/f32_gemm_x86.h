@@ -189,16 +189,18 @@ struct Packs {
 };
 using PlanarPacks = Packs<0, 0>;
 
-// How many prefetching tiles cover a panel's weights (a line per k step each).
-template <class V, int MV>
-constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth / 16);
+// How many prefetching tiles cover a panel's weights (a line per k step each), A the
+// packed weights' type: floats, or IEEE halves (uint16_t, a half-weight kernel's,
+// ConvKernel::half_weights, widened a panel slice at a time before its tiles run).
+template <class V, int MV, class A = float>
+constexpr int kPrefetchTiles = std::max(1, MV * V::kWidth * static_cast<int>(sizeof(A)) / 64);
 
 // Rows: where B's k steps start (StridedRows; OffsetRows for the stems' padded input
 // rows, f32_conv_rows_x86.h). A blocked B steps through a block's W lanes and then on
-// to the next row.
+// to the next row. pf: where the bytes to prefetch start.
 template <class V, int MV, int NP, bool kPrefetch, class Epi, class P = PlanarPacks, class Rows = StridedRows>
 __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const float* __restrict bias, Rows rows,
-                                     float* c, size_t ldc, int mr, const float* pf, const Epi& epi,
+                                     float* c, size_t ldc, int mr, const char* pf, const Epi& epi,
                                      const Resume& rs) {
   using R = typename V::reg;
   constexpr int W = V::kWidth, MR = MV * W;
@@ -215,8 +217,8 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
     R w[MV];
     static_for<MV>([&](auto v) { w[v] = V::loadu(a + v * W); });
     if constexpr (kPrefetch) {
-      _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T1);
-      pf += 16;
+      _mm_prefetch(pf, _MM_HINT_T1);
+      pf += 64;
     }
     static_for<NP>([&](auto p) {
       const R x = V::broadcast(bk + p * P::kInPixel);
@@ -287,15 +289,16 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
 // Columns [0, nr) of an MV x any tile: NP pixels at a time, the rest by 4 and by 1.
 // The first NP-pixel tiles prefetch the next panel's weights (pf, or nullptr), a line
 // per k step each (ctile).
-// rs: as ctile's, for pixel 0 of the columns ([nr][MV * W] floats).
-template <class V, int MV, int NP, class Epi, class P = PlanarPacks, class Rows = StridedRows>
+// rs: as ctile's, for pixel 0 of the columns ([nr][MV * W] floats). PfA: the type of
+// the weights at pf (kPrefetchTiles).
+template <class V, int MV, int NP, class Epi, class P = PlanarPacks, class Rows = StridedRows, class PfA = float>
 KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, Rows b, float* c, size_t ldc, int mr,
-                                  int nr, const float* pf, const Epi& epi, const Resume& rs = Resume()) {
+                                  int nr, const void* pf, const Epi& epi, const Resume& rs = Resume()) {
   constexpr int MR = MV * V::kWidth, BI = P::kInPixel, CO = P::kOutPixel;
   int j = 0;
-  for (int i = 0; pf && i < kPrefetchTiles<V, MV> && j + NP <= nr; ++i, j += NP) {
-    ctile<V, MV, NP, true, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, pf + i * k * 16, epi,
-                                   rs.at(j * MR));
+  for (int i = 0; pf && i < kPrefetchTiles<V, MV, PfA> && j + NP <= nr; ++i, j += NP) {
+    ctile<V, MV, NP, true, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr,
+                                   static_cast<const char*>(pf) + i * k * 64, epi, rs.at(j * MR));
   }
   for (; j + NP <= nr; j += NP) {
     ctile<V, MV, NP, false, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
@@ -306,6 +309,26 @@ KESTREL_X86_INLINE void any_ctile(size_t k, const float* a, const float* bias, R
   for (; j < nr; ++j) {
     ctile<V, MV, 1, false, Epi, P>(k, a, bias, b.at(j * BI), c + j * CO, ldc, mr, nullptr, epi, rs.at(j * MR));
   }
+}
+
+// n IEEE halves (a multiple of W) widened into floats at dst: a half-weight kernel's
+// panel slice, once before the tiles that use it. Widening in the tiles instead (a
+// vcvtph2ps per weight vector per k step) cost MobileNet v1's 1x1 layers up to 13%
+// (AMD EPYC); a slice widened once serves every pixel group of the panel.
+template <class V>
+KESTREL_X86_INLINE void widen_halves(const uint16_t* __restrict src, size_t n, float* __restrict dst) {
+  for (size_t i = 0; i < n; i += V::kWidth) V::storeu(dst + i, V::loadu(src + i));
+}
+
+// The weights a tile reads: a float panel as it is, a half one widened into `room`.
+template <class V>
+KESTREL_X86_INLINE const float* panel_floats(const float* a, size_t, float*) {
+  return a;
+}
+template <class V>
+KESTREL_X86_INLINE const float* panel_floats(const uint16_t* a, size_t n, float* room) {
+  widen_halves<V>(a, n, room);
+  return room;
 }
 
 }  // namespace gemm

@@ -10,7 +10,9 @@
 // before the store.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/fc_gemv_pack.h"
 #include "kernels/fc_kernels.h"
@@ -19,16 +21,19 @@
 
 namespace kestrel::kernels::x86::KESTREL_X86_MISC_NS {
 
-template <class V>
+// A: the packed weights' type, floats or IEEE halves (uint16_t: the half-weight twin,
+// which also halves the bytes streamed from DRAM).
+template <class V, class A = float>
 struct GemvX86 {
   static constexpr size_t kBlock = V::kWidth;
+  static constexpr bool kHalves = std::is_same_v<A, uint16_t>;
   using R = typename V::reg;
 
   static size_t blocks(const FcGeometry& g) { return gemv_blocks(g, kBlock); }
-  static bool supports(const FcGeometry& g) { return gemv_supports(g); }
-  static size_t packed_floats(const FcGeometry& g) { return gemv_packed_floats(g, kBlock); }
+  static bool supports(const FcGeometry& g) { return gemv_supports(g) && (!kHalves || g.half_weights); }
+  static size_t packed_floats(const FcGeometry& g) { return gemv_packed_floats(g, kBlock, kHalves); }
   static void pack(const FcGeometry& g, const float* weight, const float* bias, float* packed) {
-    gemv_pack(g, kBlock, weight, bias, packed);
+    gemv_pack(g, kBlock, weight, bias, packed, kHalves);
   }
   static size_t workspace_bytes(const FcGeometry& g) { return gemv_workspace_bytes(g); }
   static size_t no_workspace(const FcGeometry&) { return 0; }
@@ -37,13 +42,14 @@ struct GemvX86 {
   // The weights come from DRAM in a network (a classifier's several MiB are last read
   // a whole inference ago): fetching 4 KiB ahead of the hardware prefetcher took
   // MobileNet v1's fc7 from 0.18-0.19 to 0.16-0.17 ms (kestrel-bench --profile).
-  static constexpr size_t kAhead = 1024, kLine = 64 / sizeof(float);
-  static R dot_block(const float* w, const float* x, size_t n) {
+  static constexpr size_t kAheadBytes = 4096, kLine = 64;
+  static R dot_block(const A* w, const float* x, size_t n) {
     constexpr size_t W = kBlock;
     R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
     size_t k = 0;
     for (; k + 4 <= n; k += 4, w += 4 * W) {
-      for (size_t l = 0; l < 4 * W; l += kLine) __builtin_prefetch(w + kAhead + l);
+      const char* ahead = reinterpret_cast<const char*>(w) + kAheadBytes;
+      for (size_t l = 0; l < 4 * W * sizeof(A); l += kLine) __builtin_prefetch(ahead + l);
       a0 = V::fmadd(V::load(w), V::set1(x[k]), a0);
       a1 = V::fmadd(V::load(w + W), V::set1(x[k + 1]), a1);
       a2 = V::fmadd(V::load(w + 2 * W), V::set1(x[k + 2]), a2);
@@ -58,7 +64,7 @@ struct GemvX86 {
                       const KernelContext& ctx) {
     const size_t k_total = g.num_input();
     const long long nb = static_cast<long long>(blocks(g));
-    const float* bias = packed + static_cast<size_t>(nb) * kBlock * k_total;
+    const float* bias = packed + gemv_weight_floats(g, kBlock, kHalves);
     const ActivationV<V> p(g.act);
     const float* x = in;
     if (g.in_planes > 1) {
@@ -70,7 +76,7 @@ struct GemvX86 {
     }
 #pragma omp parallel for num_threads(ctx.num_threads) schedule(static)
     for (long long b = 0; b < nb; ++b) {
-      const float* w = packed + static_cast<size_t>(b) * kBlock * k_total;
+      const A* w = reinterpret_cast<const A*>(packed) + static_cast<size_t>(b) * kBlock * k_total;
       R acc = dot_block(w, x, k_total);
       acc = activate_v<T, V>(V::add(acc, V::load(bias + b * kBlock)), p);
       float* dst = out + static_cast<size_t>(b) * kBlock;
@@ -85,6 +91,11 @@ struct GemvX86 {
     activation_detail::dispatch(g.act.type, [&](auto tag) {
       run_act<decltype(tag)::value>(g, packed, in, in_cstep, out, ctx);
     });
+  }
+
+  // The registry entry; an ISA's translation unit names only its tile.
+  static constexpr FcKernel entry(const char* name, Isa isa) {
+    return {name, isa, supports, packed_floats, pack, workspace_bytes, no_workspace, 1e-4, run, kHalves};
   }
 };
 

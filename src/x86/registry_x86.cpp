@@ -21,6 +21,8 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &x86::kF32ConvWinograd43_Avx512,
       &x86::kF32ConvRows_32x12_Avx512,  // blocked outputs only
       &x86::kF32ConvRows_8x48_Avx512,
+      &x86::kF32Conv1x1_32x12_F16w_Avx512,  // before their fp32 twins
+      &x86::kF32ConvSgemm_32x12_F16w_Avx512,
       &x86::kF32Conv1x1_32x12_Avx512,
       &x86::kF32ConvSgemm_32x12_Avx512,
       &x86::kF32Conv1x1_8x48_Avx512,
@@ -31,6 +33,8 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &x86::kF32DwConv3x3_Avx2,
       &x86::kF32ConvWinograd43_Avx2,
       &x86::kF32ConvRows_4x24_Avx2,
+      &x86::kF32Conv1x1_16x6_F16w_Avx2,
+      &x86::kF32ConvSgemm_16x6_F16w_Avx2,
       &x86::kF32Conv1x1_16x6_Avx2,
       &x86::kF32ConvSgemm_16x6_Avx2,
       &x86::kF32Conv1x1_4x24_Avx2,
@@ -43,7 +47,10 @@ std::vector<const PoolKernel*> arch_pool_kernels() {
 }
 // Interp has fp16 kernels only (aarch64); fp32 resizes run interp_reference.
 std::vector<const InterpKernel*> arch_interp_kernels() { return {}; }
-std::vector<const FcKernel*> arch_fc_kernels() { return {&x86::kF32Gemv16x4_Avx512, &x86::kF32Gemv8x4_Avx2}; }
+std::vector<const FcKernel*> arch_fc_kernels() {
+  return {&x86::kF32Gemv16x4_F16w_Avx512, &x86::kF32Gemv16x4_Avx512, &x86::kF32Gemv8x4_F16w_Avx2,
+          &x86::kF32Gemv8x4_Avx2};
+}
 std::vector<const BinaryKernel*> arch_binary_kernels() { return {&x86::kF32Binary_Avx512, &x86::kF32Binary_Avx2}; }
 std::vector<const EltwiseKernel*> arch_eltwise_kernels() { return {&x86::kF32Eltwise_Avx512, &x86::kF32Eltwise_Avx2}; }
 std::vector<const ActivationKernel*> arch_activation_kernels() {

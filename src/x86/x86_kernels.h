@@ -27,6 +27,8 @@ extern const HalfKernel kF16Convert_Avx2;
 // InnerProduct (src/x86/f32_gemv_{16x4_avx512,8x4_avx2}.cpp).
 extern const FcKernel kF32Gemv16x4_Avx512;            // 16 outputs x 4 inputs per step, packed weights
 extern const FcKernel kF32Gemv8x4_Avx2;               // 8 outputs x 4 inputs per step, packed weights
+extern const FcKernel kF32Gemv16x4_F16w_Avx512;       // the same two with weights kept as IEEE halves
+extern const FcKernel kF32Gemv8x4_F16w_Avx2;
 
 // Pooling (src/x86/f32_pool{2d,_global}_{avx512,avx2}.cpp).
 extern const PoolKernel kF32PoolGlobal_Avx512;        // global max and average
@@ -58,6 +60,11 @@ extern const ConvKernel kF32Conv1x1_32x12_Avx512;   // the same two on maps with
 extern const ConvKernel kF32ConvSgemm_32x12_Avx512; // output channels along the vectors
 extern const ConvKernel kF32Conv1x1_16x6_Avx2;      // (src/x86/f32_conv_{32x12_avx512,16x6_avx2}.cpp)
 extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
+// Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
+extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
+extern const ConvKernel kF32ConvSgemm_32x12_F16w_Avx512;
+extern const ConvKernel kF32Conv1x1_16x6_F16w_Avx2;
+extern const ConvKernel kF32ConvSgemm_16x6_F16w_Avx2;
 extern const ConvKernel kF32Conv1x1_8x48_Avx512;    // 1x1, group 1, no padding, stride 1/2
 extern const ConvKernel kF32Conv1x1_4x24_Avx2;
 extern const ConvKernel kF32ConvSgemm_8x48_Avx512;  // im2col + SGEMM: all but 3x3 / 5x5 depthwise

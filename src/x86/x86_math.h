@@ -37,6 +37,10 @@ struct VecAvx512 {
   static reg zero() { return _mm512_setzero_ps(); }
   static reg set1(float x) { return _mm512_set1_ps(x); }
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 IEEE halves, widened exactly.
+  static reg load(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
   static mask tail_mask(size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // The first n (< 16) floats of p, zeros above; masked lanes are never touched.
@@ -110,6 +114,8 @@ struct VecAvx2 {
   static reg zero() { return _mm256_setzero_ps(); }
   static reg set1(float x) { return _mm256_set1_ps(x); }
   static reg load(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 IEEE halves, widened exactly (F16C).
+  static reg load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
   static __m256i tail_mask(size_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

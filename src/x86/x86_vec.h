@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #if defined(__AVX512F__)
@@ -44,6 +45,10 @@ struct F32x8 {
   static KESTREL_X86_INLINE reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static KESTREL_X86_INLINE reg load(const float* p) { return _mm256_load_ps(p); }
   static KESTREL_X86_INLINE reg loadu(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 IEEE halves widened (F16C; exact).
+  static KESTREL_X86_INLINE reg loadu(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static KESTREL_X86_INLINE void store(float* p, reg v) { _mm256_store_ps(p, v); }
   static KESTREL_X86_INLINE void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
   // a * b + c
@@ -74,6 +79,10 @@ struct F32x16 {
   static KESTREL_X86_INLINE reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static KESTREL_X86_INLINE reg load(const float* p) { return _mm512_load_ps(p); }
   static KESTREL_X86_INLINE reg loadu(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 IEEE halves widened (exact).
+  static KESTREL_X86_INLINE reg loadu(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static KESTREL_X86_INLINE void store(float* p, reg v) { _mm512_store_ps(p, v); }
   static KESTREL_X86_INLINE void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
   static KESTREL_X86_INLINE reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }

@@ -1,0 +1,45 @@
+// A layer's kernel weight that the model stores as F16 (Layer::widens_weight): the
+// layer widens it to floats only while it needs them, to pack them into a kernel's
+// layout, and keeps them only where it runs the reference loop. Weights given as
+// floats pass through untouched.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/half.h"
+#include "core/layer.h"
+
+namespace kestrel {
+
+class WidenedWeight {
+ public:
+  // Takes the view's floats, or widens its halves. Throws std::bad_alloc.
+  const float* bind(const WeightView& w) {
+    halves_ = w.data ? nullptr : w.half_data;
+    count_ = w.count;
+    own_.clear();
+    own_.shrink_to_fit();
+    floats_ = w.data;
+    return floats();
+  }
+  // The floats, widened again if drop() freed them. Throws std::bad_alloc.
+  const float* floats() {
+    if (!halves_ || !own_.empty()) return halves_ ? own_.data() : floats_;
+    own_.resize(count_);
+    for (size_t i = 0; i < count_; ++i) own_[i] = half_to_float(halves_[i]);
+    return own_.data();
+  }
+  // Frees widened floats once a packing holds the weights.
+  void drop() { std::vector<float>().swap(own_); }
+  // True where the weight came as halves: the layer never reads the model's copy.
+  bool from_halves() const { return halves_ != nullptr; }
+  size_t held_bytes() const { return own_.size() * sizeof(float); }
+
+ private:
+  const uint16_t* halves_ = nullptr;
+  const float* floats_ = nullptr;
+  size_t count_ = 0;
+  std::vector<float> own_;
+};
+
+}  // namespace kestrel
