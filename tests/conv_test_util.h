@@ -43,6 +43,22 @@ inline kestrel::Mat run_conv_kernel(const kestrel::kernels::ConvKernel* k, const
   return g.out_pack == 1 ? out : kestrel::convert_packing(out, 1);
 }
 
+// A 1x1 stride-1 convolution of an h x w map with bias (Clip from 0 to 6, LeakyReLU's
+// slope 0.1).
+inline kestrel::kernels::ConvGeometry pointwise(int in_c, int h, int w, int out_c, kestrel::fb::ActivationType act,
+                                               bool bias = true) {
+  kestrel::kernels::ConvGeometry g;
+  g.in_c = in_c;
+  g.out_c = out_c;
+  g.in_h = g.out_h = h;
+  g.in_w = g.out_w = w;
+  g.bias = bias;
+  g.act.type = act;
+  g.act.alpha = act == kestrel::fb::ActivationType::Clip ? 0.f : 0.1f;
+  g.act.beta = 6.f;
+  return g;
+}
+
 // A geometry in one line, for INFO().
 inline std::string describe_conv(const kestrel::kernels::ConvGeometry& g) {
   std::ostringstream o;

@@ -54,7 +54,8 @@ struct Args {
 const char* kUsage =
     "usage: kestrel-bench MODEL.kst [--threads N] [--loops N] [--warmup N]\n"
     "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast] [--fuse on|off]\n"
-    "                     [--blocked on|off] [--precision fp32|fp16] [--layer-precision NAME=fp32|fp16 ...]\n"
+    "                     [--blocked on|off] [--precision fp32|fp16|bf16]\n"
+    "                     [--layer-precision NAME=fp32|fp16|bf16 ...]\n"
     "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
     "                     [--json OUT.json] [--memory-trace OUT.csv] [--insn-marks]\n"
     "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"

@@ -29,7 +29,7 @@ const char* kUsage =
     "                   [--task classify|detect] [--threshold T] [--draw OUT.jpg]\n"
     "                   [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...] [--kernels fast|ref]\n"
     "                   [--json FILE] [--decode BLOB=FILE.npy ...] [--iou T]\n"
-    "                   [--precision fp32|fp16] [--layer-precision NAME=fp32|fp16 ...]\n"
+    "                   [--precision fp32|fp16|bf16] [--layer-precision NAME=fp32|fp16|bf16 ...]\n"
     "Each IMAGE (JPEG, PNG, BMP) is resized (bilinear) to the input size, converted to the\n"
     "channel order, and (x - mean) * norm is fed to the model's first input. Defaults come\n"
     "from the model's metadata: input_size (\"WxH\", else the model's input shape), mean,\n"

@@ -1,4 +1,4 @@
-// --precision fp32|fp16 and --layer-precision NAME=fp32|fp16, as kestrel-run and
+// --precision fp32|fp16|bf16 and --layer-precision NAME=fp32|fp16|bf16, as kestrel-run and
 // kestrel-bench read them into an Option.
 #pragma once
 #include <string>
@@ -7,10 +7,10 @@
 
 namespace kestrel_tools {
 
-// "fp32" or "fp16" into *p; false for anything else.
+// "fp32", "fp16" or "bf16" into *p; false for anything else.
 inline bool parse_precision(const std::string& v, kestrel::Precision* p) {
-  if (v == "fp32" || v == "fp16") {
-    *p = v == "fp16" ? kestrel::Precision::kFp16 : kestrel::Precision::kFp32;
+  if (v == "fp32" || v == "fp16" || v == "bf16") {
+    *p = v == "fp16" ? kestrel::Precision::kFp16 : v == "bf16" ? kestrel::Precision::kBf16 : kestrel::Precision::kFp32;
     return true;
   }
   return false;

@@ -93,12 +93,15 @@ def main():
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-fashion", action="store_true", help="only the TF.js models on the photos")
+    ap.add_argument("--bf16", action="store_true", help="Option::precision bf16 instead of fp16: the fast "
+                    "kernels (AVX512-BF16) and the bf16 oracle")
     ap.add_argument("--run", help="the kestrel-run command (default: --build's), e.g. a static aarch64 "
                     "kestrel-run behind qemu-aarch64 -cpu cortex-a76")
     a = ap.parse_args()
     kestrel_run = a.run.split() if a.run else [build_dir(a) / "kestrel-run"]
     build = pathlib.Path(a.build)
-    configs = [c for c in CONFIGS if not (a.no_reference and c[1] == "ref")]
+    configs = [(("bf16" if a.bf16 and p == "fp16" else p), k) for p, k in CONFIGS]
+    configs = [c for c in configs if not (a.no_reference and c[1] == "ref")]
     rows = []
 
     # Fashion-MNIST.
@@ -162,8 +165,12 @@ def main():
 
     where = (f"`fast` is `{' '.join(kestrel_run)}`'s kernels" if a.run else
              "`fast` on this x86 host: fp16 storage (weights and outputs rounded to halves, fp32 arithmetic)")
-    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. {where}; `ref`: the fp16 oracle (exact binary16 "
-             "arithmetic, accumulating in fp16).", "",
+    oracle = "the fp16 oracle (exact binary16 arithmetic, accumulating in fp16)"
+    if a.bf16:
+        where = ("`bf16 fast`: the AVX512-BF16 kernels on the 1x1 layers of >= 128 inputs (fp32 on a CPU "
+                 "without them)")
+        oracle = "the bf16 oracle (kernels::conv_reference_bf16, the same layers)"
+    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. {where}; `ref`: {oracle}.", "",
              "| model | precision, kernels | result | against fp32 |", "|---|---|---|---|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
     text = "\n".join(lines) + "\n"

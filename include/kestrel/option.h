@@ -30,9 +30,17 @@ enum class Precision {
   // storage). Layers without an fp16 path (Softmax, DetectionOutput, PriorBox,
   // Normalize, ...) run in fp32 on the halves they read and write fp32.
   kFp16,
+  // bf16 arithmetic where the CPU has it (x86 AVX512-BF16), on the 1x1 convolutions of
+  // at least 128 input channels (the bulk of MobileNets' work): inputs and weights are
+  // rounded to bfloat16 (8 significant bits) and their products summed in fp32; maps
+  // and every other layer stay fp32. On the reference kernel set those layers compute
+  // the same way (the bf16 oracle, kernels::conv_reference_bf16) on any CPU; on a CPU
+  // without bf16 the fast kernels compute them in fp32. Like OpenVINO's bf16 inference
+  // precision; accuracy cost in bench/precision/RESULTS.md.
+  kBf16,
 };
 
-// "fp32", "fp16".
+// "fp32", "fp16", "bf16".
 const char* precision_name(Precision p);
 
 struct Option {

@@ -36,6 +36,7 @@ struct PrepareContext {
   KernelSet kernels = KernelSet::kFast;
   // kFp16: the Net rounds this layer's weights (before load) and outputs (after each
   // forward) to halves; a layer with fp16 arithmetic kernels computes with them.
+  // kBf16: a Convolution computes its bf16_pointwise geometries in bf16.
   Precision precision = Precision::kFp32;
 };
 
@@ -133,6 +134,10 @@ class Layer {
   // or for good where it runs the reference loop): the Net then makes no fp32 copy of
   // it, which for an F16 model would have doubled the memory during the load.
   virtual bool widens_weight(size_t /*i*/) const { return false; }
+
+  // After prepare() at Precision::kBf16: true if the layer computes in bf16 (a
+  // Convolution of a kernels::bf16_pointwise geometry). The others are fp32 layers.
+  virtual bool computes_bf16() const { return false; }
 
   size_t workspace_bytes = 0;
   size_t workspace_per_thread_bytes = 0;

@@ -312,6 +312,8 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
       pc.precision = L.precision;
       s = L.impl->prepare(in_shapes, out_shapes, pc);
       if (!s.ok()) return s.with_context(what);
+      // kBf16 names the layers that compute in it once their shapes are known.
+      if (L.precision == Precision::kBf16 && !L.impl->computes_bf16()) L.precision = Precision::kFp32;
       step = "checking output shapes";
       for (size_t i = 0; i < L.tops.size(); ++i) {
         s = check_blob_shape(out_shapes[i], net.blob_names[L.tops[i]]);

@@ -40,7 +40,9 @@ bool has_fp16_path(const std::string& type) {
 
 }  // namespace
 
-const char* precision_name(Precision p) { return p == Precision::kFp16 ? "fp16" : "fp32"; }
+const char* precision_name(Precision p) {
+  return p == Precision::kFp16 ? "fp16" : p == Precision::kBf16 ? "bf16" : "fp32";
+}
 
 Status check_precision_overrides(const NetImpl& net, const Option& opt) {
   for (const auto& [name, p] : opt.layer_precision) {
@@ -73,14 +75,20 @@ bool raw_input(const NetImpl& net, int b, int depth = 0) {
   return false;
 }
 
+// p where a layer of this type has a path at p, else fp32. bf16: the convolutions (the
+// layer picks which of them, by geometry: kernels::bf16_pointwise).
+Precision available(Precision p, const std::string& type) {
+  if (p == Precision::kFp16 && has_fp16_path(type)) return p;
+  if (p == Precision::kBf16 && type == "Convolution") return p;
+  return Precision::kFp32;
+}
+
 }  // namespace
 
 Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
   const NetLayer& L = net.layers[li];
   auto it = opt.layer_precision.find(L.name);
-  if (it != opt.layer_precision.end()) {
-    return it->second == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
-  }
+  if (it != opt.layer_precision.end()) return available(it->second, L.type);
   // A layer that weighs the image itself (the stem) computes in fp32 unless named: its
   // inputs are a camera's values, often 0-255, where one fp16 ulp is 0.125 and an fp16
   // accumulator rounds every tap; and it is a small part of the work (MobileNet v1: 1.9%
@@ -92,7 +100,7 @@ Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
       if (raw_input(net, b)) return Precision::kFp32;
     }
   }
-  return opt.precision == Precision::kFp16 && has_fp16_path(L.type) ? Precision::kFp16 : Precision::kFp32;
+  return available(opt.precision, L.type);
 }
 
 Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weights) {

@@ -22,6 +22,7 @@ const ConvKernel* select_conv_kernel(const ConvGeometry& g, Isa isa) {
   for (const ConvKernel* k : conv_kernels()) {
     if (lanes != 0 && k->blocked_lanes != lanes) continue;
     if (k->f16 != g.f16 || (k->f16 && !active_has(Feature::kFp16Arith))) continue;
+    if (k->bf16 && (!g.bf16 || !active_has(Feature::kBf16))) continue;
     if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && k->supports(g)) return k;
   }
   return nullptr;

@@ -4,6 +4,7 @@
 // reference loop (conv_reference) for everything no kernel claims.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -33,6 +34,9 @@ struct ConvGeometry {
   // a kernel whose ConvKernel::half_weights is set may keep them as halves, half the
   // memory, widening them as it loads them.
   bool half_weights = false;
+  // bf16 arithmetic is allowed (Option::precision kBf16): the pointwise layers that
+  // bf16_pointwise() names run in it where the CPU has AVX512-BF16 (ConvKernel::bf16).
+  bool bf16 = false;
 
   bool is_depthwise() const { return group == in_c && group == out_c; }
   bool planar() const { return in_pack == 1 && out_pack == 1; }
@@ -82,6 +86,11 @@ struct ConvKernel {
   // them exactly as it loads them: the twin of an fp32 kernel with the same results
   // bit for bit, claiming only geometries with ConvGeometry::half_weights.
   bool half_weights = false;
+  // bf16 arithmetic on fp32 operands: inputs and weights rounded to bf16, pairs of
+  // products summed in fp32 (vdpbf16ps). Claims only bf16_pointwise() geometries with
+  // ConvGeometry::bf16, run only where the CPU has Feature::kBf16; results equal
+  // conv_reference_bf16's bit for bit.
+  bool bf16 = false;
 };
 
 // Every convolution kernel compiled into this binary, in priority order (the first
@@ -91,6 +100,24 @@ const std::vector<const ConvKernel*>& conv_kernels();
 // The kernel the fast path uses for `g` under `isa` (for a blocked `g`, one whose
 // blocked_lanes are its packs), or nullptr (reference code).
 const ConvKernel* select_conv_kernel(const ConvGeometry& g, Isa isa);
+
+// The convolutions that bf16 arithmetic takes at kBf16: 1x1, stride 1, unpadded, one
+// group, with at least kBf16MinInputs input channels. Below that the fp32 kernels were
+// as fast (MobileNet v1's 32- and 64-channel 1x1 layers ran 0.8x as fast in bf16:
+// bench/bf16/RESULTS.md). Decided by the geometry alone, so the reference set's bf16
+// oracle takes the same layers on every CPU.
+constexpr int kBf16MinInputs = 128;
+bool bf16_pointwise(const ConvGeometry& g);
+
+// The bf16 oracle of those layers: each input and weight rounded to bf16 (round to
+// nearest even, subnormals to zero: vcvtne2ps2bf16), then per output the bias followed by
+// the products of input channels (2q + 1, 2q) added one at a time in fp32 for q = 0, 1,
+// ... (vdpbf16ps's order; an odd count's last pair has a zero), the activation last.
+void conv_reference_bf16(const ConvGeometry& g, const float* weight, const float* bias, const float* in,
+                         size_t in_cstep, float* out, size_t out_cstep, int num_threads);
+// x rounded to bf16 as vcvtne2ps2bf16 does, as the 16 high bits of a float.
+uint16_t to_bf16(float x);
+float from_bf16(uint16_t h);
 
 // The reference: any geometry, unpacked weights, plain loops; one output channel per
 // OpenMP iteration so the result does not depend on num_threads. The oracle that the

@@ -80,6 +80,10 @@ class Convolution final : public Layer {
     multiply_adds = double(gx.out) * gy.out * c_.num_output * in_per_group_ * c_.kh * c_.kw;
     // The reference set's fp16 layers compute in fp16: the fp16 oracle.
     f16_reference_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kReference;
+    // bf16 (Precision::kBf16) takes the pointwise layers kernels::bf16_pointwise names:
+    // a bf16 kernel where the CPU has one, the bf16 oracle on the reference set.
+    g_.bf16 = ctx.precision == Precision::kBf16 && kernels::bf16_pointwise(g_);
+    bf16_reference_ = g_.bf16 && ctx.kernels == KernelSet::kReference;
     return choose_kernel(ctx);
   }
 
@@ -96,6 +100,8 @@ class Convolution final : public Layer {
       kernel_->run(g_, packed_.data, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
     } else if (f16_reference_) {
       kernels::conv_reference_f16(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
+    } else if (bf16_reference_) {
+      kernels::conv_reference_bf16(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     } else {
       kernels::conv_reference(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     }
@@ -177,6 +183,7 @@ class Convolution final : public Layer {
     return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves());
   }
   bool widens_weight(size_t i) const override { return i == 0; }
+  bool computes_bf16() const override { return g_.bf16; }
 
  private:
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
@@ -200,7 +207,9 @@ class Convolution final : public Layer {
     const bool fast = ctx.kernels == KernelSet::kFast;
     kernel_ = nullptr;
     fc_kernel_ = nullptr;
-    if (fast && is_gemv(g_)) {
+    // A bf16 layer's kernel, where the CPU has one, before the fp32 GEMV.
+    const bool bf16_kernel = g_.bf16 && kernels::active_has(kernels::Feature::kBf16);
+    if (fast && is_gemv(g_) && !bf16_kernel) {
       fc_g_ = kernels::FcGeometry{};
       fc_g_.in_planes = g_.in_c;
       fc_g_.in_plane = 1;
@@ -241,6 +250,7 @@ class Convolution final : public Layer {
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
   bool f16_reference_ = false;
+  bool bf16_reference_ = false;  // the bf16 oracle (reference set, Precision::kBf16)
   bool half_weights_ = false;  // the kernel weight's values are halves (WeightView::halves)
   WidenedWeight widened_;      // weight_'s source
 };

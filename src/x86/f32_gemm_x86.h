@@ -155,6 +155,60 @@ KESTREL_X86_INLINE void any_tile(size_t k, const float* a, const float* bias, Ro
   tile<V, MR, NV>(k, a, bias, rows, c, ldc, mr, nr, epi);
 }
 
+// Writes an MV x NP channel tile's accumulators to C through the epilogue: blocked
+// (P::kOut = W) or planar rows of NP pixels. Shared by ctile and the bf16 channel tile
+// (bf16_conv1x1_32x12_avx512bf16.cpp).
+template <class V, int MV, int NP, class Epi, class P>
+KESTREL_X86_INLINE void store_ctile(typename V::reg (&acc)[NP][MV], float* c, size_t ldc, int mr, const Epi& epi) {
+  using R = typename V::reg;
+  constexpr int W = V::kWidth, MR = MV * W;
+  if constexpr (P::kOut != 0) {
+    static_assert(P::kOut == W, "a blocked C holds one vector of channels per pixel");
+    // mr is a multiple of W (blocked channel counts are).
+    static_for<MV>([&](auto v) {
+      if (v * W < mr) {
+        float* blk = c + v * ldc;
+        static_for<NP>([&](auto p) { V::storeu(blk + p * W, epi(acc[p][v])); });
+        epi.finish(blk, static_cast<size_t>(NP) * W);
+      }
+    });
+    return;
+  }
+  alignas(64) float buf[NP][MR];
+  static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(&buf[p][v * W], epi(acc[p][v])); }); });
+  if constexpr (2 * NP >= W) {
+    // Each vector's W channels become W rows of NP pixels (the lanes past NP zero) in
+    // registers, a masked store a channel: MobileNet v1's 14x14 tiles ran 7% faster
+    // than copying the buffer out float by float, 20% at K = 128. The buffer between
+    // keeps the transposes' registers from competing with the accumulators: without
+    // it GCC spilled the accumulators inside the k loop, at half the speed.
+    static_for<MV>([&](auto v) {
+      R t[W];
+      static_for<W>([&](auto p) {
+        if constexpr (p < NP) {
+          t[p] = V::loadu(&buf[p][v * W]);
+        } else {
+          t[p] = V::zero();
+        }
+      });
+      transpose_square(t);
+      static_for<W>([&](auto r) {
+        if (v * W + r < mr) {
+          float* row = c + static_cast<size_t>(v * W + r) * ldc;
+          V::store_partial(row, t[r], NP);
+          epi.finish(row, NP);
+        }
+      });
+    });
+  } else {
+    for (int r = 0; r < mr; ++r) {
+      float* row = c + static_cast<size_t>(r) * ldc;
+      for (int p = 0; p < NP; ++p) row[p] = buf[p][r];
+      epi.finish(row, NP);
+    }
+  }
+}
+
 // The transposed tile, for maps with few pixels (7x7, 14x14), where pixel vectors
 // would run mostly empty: MV vectors of output channels x NP pixels, NP * MV
 // accumulators, per k step MV vector loads of A (the packed panel row kk, MV * W output
@@ -239,51 +293,7 @@ __attribute__((noinline)) void ctile(size_t k, const float* __restrict a, const 
     static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(rs.park + p * MR + v * W, acc[p][v]); }); });
     return;
   }
-  if constexpr (P::kOut != 0) {
-    static_assert(P::kOut == W, "a blocked C holds one vector of channels per pixel");
-    // mr is a multiple of W (blocked channel counts are).
-    static_for<MV>([&](auto v) {
-      if (v * W < mr) {
-        float* blk = c + v * ldc;
-        static_for<NP>([&](auto p) { V::storeu(blk + p * W, epi(acc[p][v])); });
-        epi.finish(blk, static_cast<size_t>(NP) * W);
-      }
-    });
-    return;
-  }
-  alignas(64) float buf[NP][MR];
-  static_for<NP>([&](auto p) { static_for<MV>([&](auto v) { V::storeu(&buf[p][v * W], epi(acc[p][v])); }); });
-  if constexpr (2 * NP >= W) {
-    // Each vector's W channels become W rows of NP pixels (the lanes past NP zero) in
-    // registers, a masked store a channel: MobileNet v1's 14x14 tiles ran 7% faster
-    // than copying the buffer out float by float, 20% at K = 128. The buffer between
-    // keeps the transposes' registers from competing with the accumulators: without
-    // it GCC spilled the accumulators inside the k loop, at half the speed.
-    static_for<MV>([&](auto v) {
-      R t[W];
-      static_for<W>([&](auto p) {
-        if constexpr (p < NP) {
-          t[p] = V::loadu(&buf[p][v * W]);
-        } else {
-          t[p] = V::zero();
-        }
-      });
-      transpose_square(t);
-      static_for<W>([&](auto r) {
-        if (v * W + r < mr) {
-          float* row = c + static_cast<size_t>(v * W + r) * ldc;
-          V::store_partial(row, t[r], NP);
-          epi.finish(row, NP);
-        }
-      });
-    });
-  } else {
-    for (int r = 0; r < mr; ++r) {
-      float* row = c + static_cast<size_t>(r) * ldc;
-      for (int p = 0; p < NP; ++p) row[p] = buf[p][r];
-      epi.finish(row, NP);
-    }
-  }
+  store_ctile<V, MV, NP, Epi, P>(acc, c, ldc, mr, epi);
 }
 
 // Columns [0, nr) of an MV x any tile: NP pixels at a time, the rest by 4 and by 1.

@@ -14,6 +14,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
   // that an AVX-512 one further down would take (the channel-tile kernels claim only
   // some), and the general SGEMM of a level takes everything its level declines.
   return {
+      &x86::kBf16Conv1x1_32x12_Avx512Bf16,  // only where bf16 arithmetic is asked for
       &x86::kF32DwConv3x3Cvec_Avx512,
       &x86::kF32DwConv5x5Cvec_Avx512,
       &x86::kF32DwConv3x3Flat_Avx512,

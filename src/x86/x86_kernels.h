@@ -60,6 +60,9 @@ extern const ConvKernel kF32Conv1x1_32x12_Avx512;   // the same two on maps with
 extern const ConvKernel kF32ConvSgemm_32x12_Avx512; // output channels along the vectors
 extern const ConvKernel kF32Conv1x1_16x6_Avx2;      // (src/x86/f32_conv_{32x12_avx512,16x6_avx2}.cpp)
 extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
+// bf16 arithmetic (Precision::kBf16) on the pointwise layers of bf16_pointwise(), where
+// the CPU has AVX512-BF16 (src/x86/bf16_conv1x1_32x12_avx512bf16.cpp).
+extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
 extern const ConvKernel kF32ConvSgemm_32x12_F16w_Avx512;

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512BF16__)
+#define KESTREL_X86_TU_NS avx512bf16_tu
+#elif defined(__AVX512F__)
 #define KESTREL_X86_TU_NS avx512_tu
 #elif defined(__AVX2__) && defined(__FMA__)
 #define KESTREL_X86_TU_NS avx2_tu

@@ -2,7 +2,7 @@
 // .kst classifier with Kestrel's public API and reports its top-1 accuracy.
 //
 //   fashion_eval MODEL.kst IMAGES-idx3-ubyte[.gz] LABELS-idx1-ubyte[.gz]
-//                [--probs OUT.npy] [--threads N] [--reference] [--limit N] [--precision fp32|fp16]
+//                [--probs OUT.npy] [--threads N] [--reference] [--limit N] [--precision fp32|fp16|bf16]
 //
 // Each image is preprocessed as the model's metadata says (input_size "28x28",
 // channel_order "gray", (pixel - mean) * norm on 0..255 values) and run with one
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kestrel/net.h"
+#include "precision_arg.h"
 
 namespace {
 
@@ -119,9 +120,8 @@ int main(int argc, char** argv) {
       if (a == "--probs") probs_path = v;
       else if (a == "--threads") threads = std::atoi(v.c_str());
       else limit = std::atol(v.c_str());
-    } else if (a == "--precision" && i + 1 < argc && (std::string(argv[i + 1]) == "fp32" ||
-                                                       std::string(argv[i + 1]) == "fp16")) {
-      precision = std::string(argv[++i]) == "fp16" ? kestrel::Precision::kFp16 : kestrel::Precision::kFp32;
+    } else if (a == "--precision" && i + 1 < argc && kestrel_tools::parse_precision(argv[i + 1], &precision)) {
+      ++i;
     } else if (a == "--reference") {
       reference = true;
     } else if (a.rfind("--", 0) == 0) {
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   if (pos.size() != 3) {
     std::fprintf(stderr,
                  "usage: fashion_eval MODEL.kst IMAGES-idx3-ubyte[.gz] LABELS-idx1-ubyte[.gz] [--probs OUT.npy] "
-                 "[--threads N] [--reference] [--limit N] [--precision fp32|fp16]\n");
+                 "[--threads N] [--reference] [--limit N] [--precision fp32|fp16|bf16]\n");
     return 2;
   }
   const std::string& model = pos[0];

@@ -1,0 +1,230 @@
+// bf16 1x1 convolution on AVX512-BF16 (Precision::kBf16, the layers bf16_pointwise()
+// names): 32 output channels (2 vectors) x 12 pixels per register tile, over the input
+// channels in pairs. vdpbf16ps adds w[2q + 1] * x[2q + 1], then w[2q] * x[2q], into each
+// fp32 lane, so one instruction does two multiply-adds a lane, twice the fp32 FMA rate
+// on this hardware (bench/bf16/RESULTS.md).
+//
+// Layouts
+//   packed weights  [panel][K / 2][32] dwords, each the bf16 pair (w[2q], w[2q + 1]) of
+//                   one output channel (the low half w[2q]), then the bias as fp32
+//                   [panel][32]; missing channels and an odd K's last half are zero
+//   pixel groups    the input rounded to bf16 pairs in thread 0's scratch: groups of 12
+//                   pixels, each [K / 2][12] dwords, the last [K / 2][rest]
+// Threads first convert a share of the input each, then split the (panel, group) pairs.
+// Every output is the same chain whatever the thread count: conv_reference_bf16's.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/conv_kernels.h"
+#include "x86/f32_gemm_x86.h"
+#include "x86/x86_kernels.h"
+
+KESTREL_X86_NS_BEGIN
+namespace {
+
+using V = F32x16;
+constexpr int W = V::kWidth, MV = 2, MR = MV * W, NP = 12;
+// Pixel groups beyond this many bytes are left to the fp32 kernels.
+constexpr size_t kMaxGroupBytes = size_t(64) << 20;
+
+struct Plan {
+  size_t k, kp, pixels, full;  // full: groups of NP pixels
+  int rest, panels;
+};
+
+Plan plan_of(const ConvGeometry& g) {
+  Plan p;
+  p.k = static_cast<size_t>(g.in_c);
+  p.kp = (p.k + 1) / 2;
+  p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
+  p.full = p.pixels / NP;
+  p.rest = static_cast<int>(p.pixels % NP);
+  p.panels = (g.out_c + MR - 1) / MR;
+  return p;
+}
+
+bool supports(const ConvGeometry& g) {
+  if (!g.bf16 || !bf16_pointwise(g) || g.out_c <= 0 || !g.packs_within(W)) return false;
+  if ((g.in_pack != 1 && g.in_c % W != 0) || (g.out_pack != 1 && g.out_c % W != 0)) return false;
+  const Plan p = plan_of(g);
+  return p.kp * p.pixels <= kMaxGroupBytes / sizeof(uint32_t) &&
+         static_cast<size_t>(p.panels) * (p.kp + 1) * MR < (size_t(1) << 30);
+}
+
+size_t packed_floats(const ConvGeometry& g) {
+  const Plan p = plan_of(g);
+  return static_cast<size_t>(p.panels) * (p.kp + 1) * MR;  // the pairs, then the bias
+}
+
+void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  const Plan p = plan_of(g);
+  uint32_t* pairs = reinterpret_cast<uint32_t*>(packed);
+  float* pb = packed + static_cast<size_t>(p.panels) * p.kp * MR;
+  for (int panel = 0; panel < p.panels; ++panel) {
+    for (int r = 0; r < MR; ++r) {
+      const int o = panel * MR + r;
+      const float* src = o < g.out_c ? weight + static_cast<size_t>(o) * p.k : nullptr;
+      for (size_t q = 0; q < p.kp; ++q) {
+        const uint32_t lo = src ? to_bf16(src[2 * q]) : 0;
+        const uint32_t hi = src && 2 * q + 1 < p.k ? to_bf16(src[2 * q + 1]) : 0;
+        pairs[(static_cast<size_t>(panel) * p.kp + q) * MR + r] = lo | (hi << 16);
+      }
+      *pb++ = src && bias ? bias[o] : 0.f;
+    }
+  }
+}
+
+size_t no_workspace(const ConvGeometry&) { return 0; }
+
+// Per-thread scratch is there in every caller (the fused layers' bands included), so
+// thread 0's holds the pixel groups; the others' room goes unused.
+size_t workspace_per_thread_bytes(const ConvGeometry& g) {
+  const Plan p = plan_of(g);
+  return p.kp * p.pixels * sizeof(uint32_t);
+}
+
+// Where pixel j of group gi lies for pair q: groups are [kp][np], np = NP or the rest.
+KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) { return groups + gi * NP * p.kp; }
+KESTREL_X86_INLINE int group_pixels(const Plan& p, size_t gi) { return gi < p.full ? NP : p.rest; }
+
+// Pairs [q0, q1) of a planar input into the groups: rows 2q and 2q + 1, a group's np
+// pixels at a time, rounded by vcvtne2ps2bf16 and interleaved into a dword a pixel.
+void convert_planar(const Plan& p, const float* in, size_t cstep, size_t q0, size_t q1, uint32_t* groups) {
+  const size_t ngroups = p.full + (p.rest ? 1 : 0);
+  for (size_t q = q0; q < q1; ++q) {
+    const float* r0 = in + 2 * q * cstep;
+    const bool odd_last = 2 * q + 1 >= p.k;
+    for (size_t gi = 0; gi < ngroups; ++gi) {
+      const int np = group_pixels(p, gi);
+      const __mmask16 m = V::lanes(np);
+      const __m512 a = _mm512_maskz_loadu_ps(m, r0 + gi * NP);
+      const __m512 b = odd_last ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, r0 + cstep + gi * NP);
+      // The masked forms throughout: GCC 12's unmasked ones start from an undefined
+      // pass-through and draw -Wmaybe-uninitialized (x86_vec.h).
+      const __m512bh ab = _mm512_cvtne2ps_pbh(b, a);  // a's 16 halves, then b's
+      const __m512i v = reinterpret_cast<const __m512i&>(ab);
+      const __m512i lo = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm512_maskz_extracti64x4_epi64(0xFF, v, 0));
+      const __m512i hi = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm512_maskz_extracti64x4_epi64(0xFF, v, 1));
+      const __m512i pairs = _mm512_or_si512(lo, _mm512_maskz_slli_epi32(0xFFFF, hi, 16));
+      _mm512_mask_storeu_epi32(group_at(groups, p, gi) + q * np, m, pairs);
+    }
+  }
+}
+
+// Channel blocks [b0, b1) of a blocked input (W lanes): a pixel's W channels are W / 2
+// pairs, one vcvtneps2bf16 away (channel 2q in the low half).
+void convert_blocked(const Plan& p, const float* in, size_t cstep, size_t b0, size_t b1, uint32_t* groups) {
+  alignas(32) uint32_t pr[W / 2];
+  for (size_t blk = b0; blk < b1; ++blk) {
+    const float* src = in + blk * cstep;
+    for (size_t px = 0; px < p.pixels; ++px) {
+      const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + px * W));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pr), reinterpret_cast<const __m256i&>(h));
+      const size_t gi = px / NP;
+      const int np = group_pixels(p, gi);
+      uint32_t* d = group_at(groups, p, gi) + blk * (W / 2) * np + px % NP;
+      for (int j = 0; j < W / 2; ++j) d[j * np] = pr[j];
+    }
+  }
+}
+
+// An MV x NPX tile over all pairs: x holds the pixels' pairs, xs dwords per pair.
+template <int NPX, class Epi, class P>
+__attribute__((noinline)) void tile(size_t kp, const uint32_t* __restrict a, const float* __restrict bias,
+                                    const uint32_t* __restrict x, size_t xs, float* c, size_t ldc, int mr,
+                                    const Epi& epi) {
+  using R = V::reg;
+  R acc[NPX][MV];
+  static_for<MV>([&](auto v) {
+    const R bv = V::loadu(bias + v * W);
+    static_for<NPX>([&](auto j) { acc[j][v] = bv; });
+  });
+  for (size_t q = 0; q < kp; ++q, a += MR, x += xs) {
+    __m512bh w[MV];
+    static_for<MV>([&](auto v) { w[v] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + v * W)); });
+    static_for<NPX>([&](auto j) {
+      const __m512bh xv = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[j])));
+      static_for<MV>([&](auto v) { acc[j][v] = _mm512_dpbf16_ps(acc[j][v], w[v], xv); });
+    });
+  }
+  gemm::store_ctile<V, MV, NPX, Epi, P>(acc, c, ldc, mr, epi);
+}
+
+template <class P, class Epi>
+void run_packs(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
+               size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
+  const Plan p = plan_of(g);
+  const uint32_t* pairs = reinterpret_cast<const uint32_t*>(packed);
+  const float* bias_all = packed + static_cast<size_t>(p.panels) * p.kp * MR;
+  uint32_t* groups = static_cast<uint32_t*>(ctx.scratch_of(0));
+  const size_t ngroups = p.full + (p.rest ? 1 : 0), out_px = P::kOut ? W : 1;
+#pragma omp parallel num_threads(std::max(1, ctx.num_threads))
+  {
+    const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    if constexpr (P::kIn == 0) {
+      convert_planar(p, in, in_cstep, p.kp * t / n, p.kp * (t + 1) / n, groups);
+    } else {
+      const size_t nb = p.k / W;
+      convert_blocked(p, in, in_cstep, nb * t / n, nb * (t + 1) / n, groups);
+    }
+#pragma omp barrier
+    // Thread t's share of the (panel, group) pairs, panel by panel.
+    const size_t total = static_cast<size_t>(p.panels) * ngroups;
+    for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
+      const int panel = static_cast<int>(i / ngroups);
+      const size_t gi = i % ngroups;
+      const uint32_t* a = pairs + static_cast<size_t>(panel) * p.kp * MR;
+      const float* bias = bias_all + static_cast<size_t>(panel) * MR;
+      const int mr = std::min(MR, g.out_c - panel * MR);
+      float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep + gi * NP * out_px;
+      const uint32_t* x = group_at(groups, p, gi);
+      const int np = group_pixels(p, gi);
+      if (np == NP) {
+        tile<NP, Epi, P>(p.kp, a, bias, x, NP, c, out_cstep, mr, epi);
+        continue;
+      }
+      int j = 0;
+      for (; j + 4 <= np; j += 4) tile<4, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+      for (; j < np; ++j) tile<1, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+    }
+  }
+}
+
+void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
+         const KernelContext& ctx) {
+  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+    if (g.in_pack == 1 && g.out_pack == 1) {
+      run_packs<gemm::Packs<0, 0>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else if (g.in_pack == 1) {
+      run_packs<gemm::Packs<0, W>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else if (g.out_pack == 1) {
+      run_packs<gemm::Packs<W, 0>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    } else {
+      run_packs<gemm::Packs<W, W>>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    }
+  });
+}
+
+}  // namespace
+KESTREL_X86_NS_END
+
+namespace kestrel::kernels::x86 {
+
+const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16 = {
+    "bf16_conv1x1_32x12_avx512bf16",
+    Isa::kAvx512,
+    supports,
+    packed_floats,
+    pack,
+    no_workspace,
+    workspace_per_thread_bytes,
+    1e-2,  // against the fp32 reference; conv_reference_bf16 is matched bit for bit
+    run,
+    W,
+    false,
+    false,
+    true,
+};
+
+}  // namespace kestrel::kernels::x86
