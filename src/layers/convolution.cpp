@@ -208,7 +208,9 @@ class Convolution final : public Layer {
     kernel_ = nullptr;
     fc_kernel_ = nullptr;
     // A bf16 layer's kernel, where the CPU has one, before the fp32 GEMV.
-    const bool bf16_kernel = g_.bf16 && kernels::active_has(kernels::Feature::kBf16);
+    const kernels::ConvKernel* bf16 =
+        fast && g_.bf16 ? kernels::select_conv_kernel(g_, kernels::active_isa()) : nullptr;
+    const bool bf16_kernel = bf16 && bf16->bf16;
     if (fast && is_gemv(g_) && !bf16_kernel) {
       fc_g_ = kernels::FcGeometry{};
       fc_g_.in_planes = g_.in_c;
