@@ -1,6 +1,7 @@
 // IEEE 754 binary16 <-> binary32, in software (the loader widens F16 weights once, the
 // converters check that a value survives the round trip before storing it as F16).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -58,5 +59,9 @@ inline bool is_exact_half(float f) {
   const float back = half_to_float(float_to_half(f));
   return back == f || (back != back && f != f);
 }
+
+// The 4-byte units that n halves take in a packing of floats, padded to a 64-byte line
+// so that what follows them (a kernel's bias floats) starts on one.
+inline size_t half_units(size_t n) { return (n * sizeof(uint16_t) + 63) / 64 * (64 / sizeof(float)); }
 
 }  // namespace kestrel

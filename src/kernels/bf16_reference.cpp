@@ -2,7 +2,6 @@
 // decides which convolutions run in bf16 at Precision::kBf16.
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "kernels/conv_kernels.h"
 #include "layers/activation.h"
@@ -40,17 +39,17 @@ float flush(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign
 void conv_reference_bf16(const ConvGeometry& g, const float* weight, const float* bias, const float* in,
                          size_t in_cstep, float* out, size_t out_cstep, int num_threads) {
   const size_t pixels = static_cast<size_t>(g.out_h) * g.out_w, k = static_cast<size_t>(g.in_c);
-  std::vector<float> w(static_cast<size_t>(g.out_c) * k);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = from_bf16(to_bf16(weight[i]));
+  // Both operands rounded where they are read: forward() allocates nothing.
+  auto bf = [](float x) { return from_bf16(to_bf16(x)); };
 #pragma omp parallel for num_threads(num_threads)
   for (int oc = 0; oc < g.out_c; ++oc) {
-    const float* wo = w.data() + static_cast<size_t>(oc) * k;
+    const float* wo = weight + static_cast<size_t>(oc) * k;
     for (size_t p = 0; p < pixels; ++p) {
       float sum = bias ? bias[oc] : 0.f;
       for (size_t c = 0; c < k; c += 2) {
         // An odd count's last pair is (x, 0): its zero product still adds (-0 + 0 = +0).
-        sum = flush(sum + (c + 1 < k ? wo[c + 1] * from_bf16(to_bf16(in[(c + 1) * in_cstep + p])) : 0.f));
-        sum = flush(sum + wo[c] * from_bf16(to_bf16(in[c * in_cstep + p])));
+        sum = flush(sum + (c + 1 < k ? bf(wo[c + 1]) * bf(in[(c + 1) * in_cstep + p]) : 0.f));
+        sum = flush(sum + bf(wo[c]) * bf(in[c * in_cstep + p]));
       }
       out[static_cast<size_t>(oc) * out_cstep + p] = activate(sum, g.act);
     }

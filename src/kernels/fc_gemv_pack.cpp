@@ -14,7 +14,7 @@ bool gemv_supports(const FcGeometry& g) { return g.num_output >= 1 && g.in_plane
 
 size_t gemv_weight_floats(const FcGeometry& g, size_t block, bool halves) {
   const size_t n = gemv_blocks(g, block) * block * g.num_input();
-  return halves ? (n * sizeof(uint16_t) + 63) / 64 * (64 / sizeof(float)) : n;
+  return halves ? half_units(n) : n;
 }
 
 size_t gemv_packed_floats(const FcGeometry& g, size_t block, bool halves) {

@@ -109,7 +109,7 @@ size_t weight_floats(const Plan& p, int group) {
     return n;
   } else {
     static_assert(std::is_same_v<A, uint16_t>, "weights are floats or IEEE halves");
-    return (n * sizeof(A) + 63) / 64 * (64 / sizeof(float));
+    return half_units(n);
   }
 }
 
