@@ -90,7 +90,10 @@ std::vector<ConvGeometry> geometries() {
     out.push_back(depthwise(d.c, d.h, d.w, d.s, d.pad, acts[a++ % 5], 3, d.pad_end));
   }
   // 1x1 layers between 4-lane blocks: channel counts 4, 12, 20 in and 4, 12, 28 out.
-  for (const Pw& p : {Pw{4, 5, 7, 12}, Pw{12, 9, 9, 28}, Pw{20, 3, 11, 4}, Pw{12, 16, 16, 12}, Pw{20, 1, 1, 28}}) {
+  // Then layers whose blocks outweigh a half-weight twin's room (f32_half_blocks_neon.h:
+  // widened in two rooms), on maps long enough for several runs of tiles a thread.
+  for (const Pw& p : {Pw{4, 5, 7, 12}, Pw{12, 9, 9, 28}, Pw{20, 3, 11, 4}, Pw{12, 16, 16, 12}, Pw{20, 1, 1, 28},
+                      Pw{256, 20, 21, 200}, Pw{512, 7, 9, 132}}) {
     out.push_back(kt::pointwise(p.c, p.h, p.w, p.out_c, acts[a++ % 5]));
   }
   // 5x5 depthwise (MobileNet v3, CenterNet): both strides, symmetric and TF SAME
@@ -232,6 +235,18 @@ TEST_SUITE("kernels") {
             planar->pack(g, w.data(), b.data(), planar_packed.data);
             INFO(std::string(k->name) << " against " << planar->name << ": " << kt::describe_conv(first));
             CHECK(kt::same_plane_values(kt::run_conv_kernel(planar, g, in, planar_packed.data, 1), want));
+          }
+        }
+        // A half-weight kernel equals its fp32 twin bit for bit.
+        if (const ConvKernel* twin = k->half_weights ? kt::fp32_twin(kernels, k) : nullptr) {
+          Mat twin_packed;
+          REQUIRE(twin_packed.create(Shape::make1(int(twin->packed_floats(g)) + 1)));
+          twin->pack(g, w.data(), b.data(), twin_packed.data);
+          for (int threads : {1, 3}) {
+            INFO(std::string(k->name) << " against " << std::string(twin->name) << ", threads " << threads << ": "
+                                      << kt::describe_conv(first));
+            CHECK(kt::same_plane_values(kt::run_conv_kernel(twin, first, in, twin_packed.data, threads),
+                                        kt::run_conv_kernel(k, first, in, packed.data, threads)));
           }
         }
         for (int in_pack : {1, lanes}) {

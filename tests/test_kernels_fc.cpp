@@ -125,7 +125,7 @@ TEST_SUITE("kernels") {
             kt::KernelScratch twin_scratch;
             twin->run(g, twin_packed.data, in.data, in.cstep, twin_out.data(),
                       twin_scratch.make(twin->workspace_bytes(g), twin->workspace_per_thread_bytes(g), threads));
-            INFO("against " << twin->name);
+            INFO("against " << std::string(twin->name));
             CHECK(kt::same_bits(twin_out.data(), out.data(), g.num_output));
           }
         }

@@ -15,13 +15,17 @@ extern const ConvKernel kF16Conv1x1Pack8_Neon;      // fp16 1x1, stride 1 and 2,
 extern const ConvKernel kF16DwConv3x3Pack8_Neon;    // fp16 3x3 depthwise, stride 1 and 2, pack8 halves (FEAT_FP16)
 extern const ConvKernel kF16ConvStemPack1to8_Neon;  // fp16 3/5/7 stems of <= 4 planar channels into pack8 (FEAT_FP16)
 extern const ConvKernel kF16ConvIm2colPack8_Neon;   // fp16 any other dense window, pack8 halves: im2col + 16x8 tiles
+// The _F16w twins keep weights that are halves as halves (ConvKernel::half_weights).
+extern const ConvKernel kF32Conv1x1Pack4_12x7_F16w_Neon;
 extern const ConvKernel kF32Conv1x1Pack4_12x7_Neon;  // 1x1, stride 1, pack4 in and out, >= 12 channels: 12x7 tiles
+extern const ConvKernel kF32Conv1x1Pack4_F16w_Neon;
 extern const ConvKernel kF32Conv1x1Pack4_Neon;     // 1x1, stride 1 and 2, pack4 maps read in place
 extern const ConvKernel kF32Conv1x1_8x8_Neon;      // 1x1, stride 1 and 2, packed input and weights
 extern const ConvKernel kF32DwConv3x3Pack4_Neon;   // 3x3 depthwise, stride 1 and 2, pack4 maps
 extern const ConvKernel kF32DwConv3x3_Neon;        // 3x3 depthwise, stride 1 and 2
 extern const ConvKernel kF32ConvWinogradPack4_Neon;  // 3x3 stride 1, Winograd F(6,3) / F(4,3), pack4 or planar
 extern const ConvKernel kF32ConvStemPack1to4_Neon;  // 3/5/7 stems of <= 8 planar channels into pack4
+extern const ConvKernel kF32ConvIm2colPack4_F16w_Neon;
 extern const ConvKernel kF32ConvIm2colPack4_Neon;  // other dense windows, in_c % 4 == 0: pack4 im2col + 8x8 tiles
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
 
@@ -37,6 +41,7 @@ extern const PoolKernel kF32Pool2d_Neon;          // windows of width 2, 3 (unro
 extern const InterpKernel kF16InterpPack8_Neon;    // fp16 bilinear and nearest resize, pack8 halves (FEAT_FP16)
 
 // InnerProduct (src/arm/f32_gemv_8x4_neon.cpp).
+extern const FcKernel kF32Gemv8x4_F16w_Neon;      // its twin for weights that are halves (FcKernel::half_weights)
 extern const FcKernel kF32Gemv8x4_Neon;           // 8 outputs x 4 inputs per step, packed weights
 
 // Elementwise (src/arm/f32_{binary,eltwise,activation,affine}_neon.cpp).

@@ -10,16 +10,21 @@
 // Threads: as the 8 x 8 driver, work items are (block, run of tiles), blocks inner,
 // one contiguous range per thread; each output comes from one tile in a fixed order, so
 // the result depends neither on the thread count nor on the tile a pixel falls in.
+//
+// Its half-weight twin (A = uint16_t) keeps the weights as halves, its 12-channel and
+// 8 x 8 blocks widened into each thread's room (f32_half_blocks_neon.h).
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "arm/arm_kernels.h"
 #include "arm/f32_conv1x1_pack4_12x7_neon.h"
 #include "arm/f32_conv_pack4_8x8_tiles_neon.h"
 #include "arm/f32_gemm_epilogue_neon.h"
+#include "arm/f32_half_blocks_neon.h"
 #include "core/parallel.h"
 #include "kernels/isa.h"
 
@@ -44,7 +49,7 @@ Split split(int out_c) {
 
 size_t in_blocks(const ConvGeometry& g) { return static_cast<size_t>(g.in_c) / kLanes; }
 
-bool supports(const ConvGeometry& g) {
+bool supports_f32(const ConvGeometry& g) {
   const bool one_by_one = g.kh == 1 && g.kw == 1 && g.dh == 1 && g.dw == 1 && g.group == 1;
   const bool in_place = g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 && g.out_h == g.in_h &&
                         g.out_w == g.in_w && g.in_h >= 1 && g.in_w >= 1;
@@ -57,12 +62,27 @@ bool supports(const ConvGeometry& g) {
          !host_has_in_order_cores();
 }
 
-size_t packed_floats(const ConvGeometry& g) {
-  const Split s = split(g.out_c);
-  return s.blocks * t12::block_floats(in_blocks(g)) + conv_pack4::packed_floats(in_blocks(g), s.rest);
+template <class A>
+bool supports(const ConvGeometry& g) {
+  return (std::is_same_v<A, float> || g.half_weights) && supports_f32(g);
 }
 
-void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+// A half-weight twin's 12-channel block: its bias, then its weights as halves.
+half_blocks::Layout half_layout(size_t kb) {
+  return {true, kb * t12::kStepWeights, t12::kGroups, t12::kTilePixels};
+}
+
+template <class A>
+size_t packed_floats(const ConvGeometry& g) {
+  const Split s = split(g.out_c);
+  const size_t kb = in_blocks(g);
+  if constexpr (std::is_same_v<A, uint16_t>) {
+    return s.blocks * half_layout(kb).stored_floats() + conv_pack4::half_packed_floats(kb, s.rest);
+  }
+  return s.blocks * t12::block_floats(kb) + conv_pack4::packed_floats(kb, s.rest);
+}
+
+void pack_f32(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
   const size_t kb = in_blocks(g), k = static_cast<size_t>(g.in_c);
   const Split s = split(g.out_c);
   for (int b = 0; b < s.blocks; ++b) {
@@ -93,7 +113,33 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
       packed + s.blocks * t12::block_floats(kb));
 }
 
+// The fp32 packing, each block then stored with its weights as halves.
+template <class A>
+void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  if constexpr (std::is_same_v<A, float>) {
+    pack_f32(g, weight, bias, packed);
+  } else {
+    std::vector<float> all(packed_floats<float>(g));
+    pack_f32(g, weight, bias, all.data());
+    const size_t kb = in_blocks(g), k = static_cast<size_t>(g.in_c);
+    const Split s = split(g.out_c);
+    for (int b = 0; b < s.blocks; ++b) {
+      half_layout(kb).narrow(all.data() + b * t12::block_floats(kb), packed + b * half_layout(kb).stored_floats());
+    }
+    const size_t first = static_cast<size_t>(s.blocks) * t12::kBlockOut;
+    conv_pack4::pack_half_blocks(
+        s.rest, kb, [&](size_t oc, size_t c) { return weight[(first + oc) * k + c]; }, bias ? bias + first : nullptr,
+        packed + s.blocks * half_layout(kb).stored_floats());
+  }
+}
+
 size_t no_workspace(const ConvGeometry&) { return 0; }
+
+size_t half_room(const ConvGeometry& g) {
+  const size_t kb = in_blocks(g);
+  const Split s = split(g.out_c);
+  return std::max(half_blocks::room_bytes(s.blocks, t12::block_floats(kb)), conv_pack4::half_room_bytes(kb, s.rest));
+}
 
 using Plan = conv_pack4::TilePlan<t12::kTilePixels, t12::kBlockOut>;
 
@@ -158,40 +204,62 @@ __attribute__((noinline)) void run_blocks(const t12::Loop& loop, const Blocks& b
   }
 }
 
+// Blocks [b0, b1) of the fp32 blocks at w (wstep floats apart) over tiles [t0, t1).
 template <class Epi>
-void run_range(const conv_pack4::Args& a, const Plan& pl, const float* act, size_t i0, size_t i1, const Epi& epi) {
-  const t12::Loop lp(pl.kb, a.xstep);
-  const size_t wstep = t12::block_floats(pl.kb);
-  for (size_t i = i0; i < i1;) {
-    const size_t b0 = i % pl.nblocks, t0 = i / pl.nblocks * pl.run_tiles;
-    const size_t b1 = std::min(pl.nblocks, b0 + (i1 - i));
-    const size_t t1 = std::min(pl.tiles, t0 + pl.run_tiles);
-    const size_t first = t0 * kPixelFloats;
-    const Blocks bl{a.weights + b0 * wstep, wstep, a.x + first, a.out + b0 * t12::kGroups * a.out_cstep + first,
-                    a.out_cstep, act, b1 - b0, std::min(t1, pl.full) - t0, t1 > pl.full ? pl.rest : 0};
-    if (lp.kb % t12::kLongBodySteps == 0) {
-      run_blocks<Body::kWhole32>(lp, bl, epi);
-    } else if (lp.skip == 0) {
-      run_blocks<Body::kWhole16>(lp, bl, epi);
-    } else if (lp.skip == t12::kBodySteps / 2) {
-      run_blocks<Body::kHalf>(lp, bl, epi);
-    } else {
-      run_blocks<Body::kEntered>(lp, bl, epi);
-    }
-    i += b1 - b0;
+__attribute__((always_inline)) inline void run_span(const t12::Loop& lp, const conv_pack4::Args& a, const Plan& pl,
+                                                    const float* w, size_t wstep, const float* act, size_t b0,
+                                                    size_t b1, size_t t0, size_t t1, const Epi& epi) {
+  const size_t first = t0 * kPixelFloats;
+  const Blocks bl{w + b0 * wstep, wstep, a.x + first, a.out + b0 * t12::kGroups * a.out_cstep + first,
+                  a.out_cstep, act, b1 - b0, std::min(t1, pl.full) - t0, t1 > pl.full ? pl.rest : 0};
+  if (lp.kb % t12::kLongBodySteps == 0) {
+    run_blocks<Body::kWhole32>(lp, bl, epi);
+  } else if (lp.skip == 0) {
+    run_blocks<Body::kWhole16>(lp, bl, epi);
+  } else if (lp.skip == t12::kBodySteps / 2) {
+    run_blocks<Body::kHalf>(lp, bl, epi);
+  } else {
+    run_blocks<Body::kEntered>(lp, bl, epi);
   }
 }
 
+template <class A, class Epi>
+void run_range(const conv_pack4::Args& a, const Plan& pl, const float* act, size_t i0, size_t i1, const Epi& epi) {
+  const t12::Loop lp(pl.kb, a.xstep);
+  const size_t wstep = t12::block_floats(pl.kb);
+  if constexpr (std::is_same_v<A, float>) {
+    for (size_t i = i0; i < i1;) {
+      const size_t b0 = i % pl.nblocks, t0 = i / pl.nblocks * pl.run_tiles;
+      const size_t b1 = std::min(pl.nblocks, b0 + (i1 - i));
+      run_span(lp, a, pl, a.weights, wstep, act, b0, b1, t0, std::min(pl.tiles, t0 + pl.run_tiles), epi);
+      i += b1 - b0;
+    }
+  } else {
+    const size_t stored = half_layout(pl.kb).stored_floats();
+    float* room = static_cast<float*>(a.ctx->scratch_of(omp_get_thread_num()));
+    half_blocks::for_items(
+        pl.nblocks, i0, i1, wstep, room,
+        [&](size_t b, float* dst) { half_layout(pl.kb).widen(a.weights + b * stored, dst); },
+        [&](size_t b0, size_t lo, size_t hi, size_t r) {
+          conv_pack4::Args w = a;
+          w.out = a.out + b0 * t12::kGroups * a.out_cstep;
+          const size_t t0 = r * pl.run_tiles;
+          run_span(lp, w, pl, room, wstep, act, lo, hi, t0, std::min(pl.tiles, t0 + pl.run_tiles), epi);
+        });
+  }
+}
+
+template <class A>
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
          const KernelContext& ctx) {
   const size_t kb = in_blocks(g), pixels = static_cast<size_t>(g.out_h) * g.out_w;
   const Split s = split(g.out_c);
   const Plan pl(kb, pixels, static_cast<size_t>(s.blocks));
-  const conv_pack4::Args a{s.blocks * t12::kBlockOut, packed, in, in_cstep, out, out_cstep};
+  const conv_pack4::Args a{s.blocks * t12::kBlockOut, packed, in, in_cstep, out, out_cstep, &ctx};
   // The rest: 8 x 8 blocks after the 12-channel ones, in weights and in the output.
   const size_t first = static_cast<size_t>(s.blocks) * t12::kGroups;
-  const conv_pack4::Args r{s.rest, packed + s.blocks * t12::block_floats(kb), in, in_cstep, out + first * out_cstep,
-                           out_cstep};
+  const size_t block = std::is_same_v<A, float> ? t12::block_floats(kb) : half_layout(kb).stored_floats();
+  const conv_pack4::Args r{s.rest, packed + s.blocks * block, in, in_cstep, out + first * out_cstep, out_cstep, &ctx};
   const conv_pack4::Plan rpl(kb, pixels, s.rest);
   alignas(16) const float act[8] = {g.act.alpha, g.act.alpha, g.act.alpha, g.act.alpha,
                                     g.act.beta,  g.act.beta,  g.act.beta,  g.act.beta};
@@ -200,8 +268,8 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
       const size_t items = pl.nblocks * pl.runs;
       const int nt = omp_get_num_threads();
 #pragma omp for schedule(static)
-      for (int c = 0; c < nt; ++c) run_range(a, pl, act, items * c / nt, items * (c + 1) / nt, epi);
-      if (s.rest > 0) conv_pack4::run_items<kLanes>(r, rpl, epi);
+      for (int c = 0; c < nt; ++c) run_range<A>(a, pl, act, items * c / nt, items * (c + 1) / nt, epi);
+      if (s.rest > 0) conv_pack4::run_items<kLanes, A>(r, rpl, epi);
     });
   });
 }
@@ -209,8 +277,12 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
 }  // namespace
 
 const ConvKernel kF32Conv1x1Pack4_12x7_Neon = {
-    "f32_conv1x1_pack4_12x7_neon", Isa::kNeon, supports, packed_floats, pack, no_workspace, no_workspace, 1e-4, run,
-    kLanes,
+    "f32_conv1x1_pack4_12x7_neon", Isa::kNeon, supports<float>, packed_floats<float>, pack<float>, no_workspace,
+    no_workspace, 1e-4, run<float>, kLanes,
+};
+const ConvKernel kF32Conv1x1Pack4_12x7_F16w_Neon = {
+    "f32_conv1x1_pack4_12x7_f16w_neon", Isa::kNeon, supports<uint16_t>, packed_floats<uint16_t>, pack<uint16_t>,
+    no_workspace, half_room, 1e-4, run<uint16_t>, kLanes, false, true,
 };
 
 }  // namespace kestrel::kernels::arm

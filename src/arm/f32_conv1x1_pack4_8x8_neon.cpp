@@ -7,8 +7,10 @@
 // block) as -0.f: times their zero weights that adds -0, which leaves every sum as it
 // is (+0 would turn a -0 sum into +0), so the extra FMAs keep the planar kernel's
 // bits. A planar output (the last layer before a planar reader) is transposed 4 x 4
-// on the way out.
+// on the way out. Its half-weight twin (A = uint16_t) keeps the weights as halves
+// (f32_half_blocks_neon.h).
 #include <cstdint>
+#include <type_traits>
 
 #include "arm/arm_kernels.h"
 #include "core/parallel.h"
@@ -24,7 +26,9 @@ size_t in_blocks(const ConvGeometry& g) { return (static_cast<size_t>(g.in_c) + 
 
 bool copies_input(const ConvGeometry& g) { return g.in_pack == 1 || g.sh != 1 || g.sw != 1; }
 
+template <class A>
 bool supports(const ConvGeometry& g) {
+  if (std::is_same_v<A, uint16_t> && !g.half_weights) return false;
   const bool one_by_one = g.kh == 1 && g.kw == 1 && g.dh == 1 && g.dw == 1 && g.group == 1;
   const bool strides = (g.sh == 1 || g.sh == 2) && (g.sw == 1 || g.sw == 2);
   if (!one_by_one || !strides || g.in_c < 1 || g.out_c < 1 || g.in_h < 1 || g.in_w < 1) return false;
@@ -42,13 +46,22 @@ bool supports(const ConvGeometry& g) {
   return unpadded && in_ok && out_ok;
 }
 
-size_t packed_floats(const ConvGeometry& g) { return conv_pack4::packed_floats(in_blocks(g), g.out_c); }
+template <class A>
+size_t packed_floats(const ConvGeometry& g) {
+  if constexpr (std::is_same_v<A, uint16_t>) return half_packed_floats(in_blocks(g), g.out_c);
+  return conv_pack4::packed_floats(in_blocks(g), g.out_c);
+}
 
 // Row c of block b: input channel c (zero past in_c, up to a whole block).
+template <class A>
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
   const size_t k = static_cast<size_t>(g.in_c);
-  pack_blocks(
-      g.out_c, in_blocks(g), [&](size_t oc, size_t c) { return c < k ? weight[oc * k + c] : 0.f; }, bias, packed);
+  auto weight_at = [&](size_t oc, size_t c) { return c < k ? weight[oc * k + c] : 0.f; };
+  if constexpr (std::is_same_v<A, uint16_t>) {
+    pack_half_blocks(g.out_c, in_blocks(g), weight_at, bias, packed);
+  } else {
+    pack_blocks(g.out_c, in_blocks(g), weight_at, bias, packed);
+  }
 }
 
 size_t workspace_bytes(const ConvGeometry& g) {
@@ -56,13 +69,14 @@ size_t workspace_bytes(const ConvGeometry& g) {
   return in_blocks(g) * kLanes * static_cast<size_t>(g.out_h) * g.out_w * sizeof(float);
 }
 size_t no_workspace(const ConvGeometry&) { return 0; }
+size_t half_room(const ConvGeometry& g) { return half_room_bytes(in_blocks(g), g.out_c); }
 
 // Row oy of channel block j of a stride-2 or planar input into dst, pixel-major.
 void copy_row(const ConvGeometry& g, const float* in, size_t in_cstep, size_t j, int oy, float* dst) {
   gather_block_row(in, in_cstep, g.in_pack, g.in_c, j, static_cast<size_t>(oy) * g.sh * g.in_w, g.sw, g.out_w, dst);
 }
 
-template <int kOutPack, class Epi>
+template <int kOutPack, class A, class Epi>
 void run_all(const ConvGeometry& g, const Args& a, const Plan& pl, int num_threads, const Epi& epi, float* copy) {
   const int64_t copy_rows = copy ? static_cast<int64_t>(pl.kb) * g.out_h : 0;
 parallel_region(num_threads, [&] {
@@ -78,20 +92,21 @@ parallel_region(num_threads, [&] {
       c.x = copy;
       c.xstep = pl.pixels * kLanes;
     }
-    run_items<kOutPack>(c, pl, epi);
+    run_items<kOutPack, A>(c, pl, epi);
   });
 }
 
+template <class A>
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
          const KernelContext& ctx) {
   const Plan pl(in_blocks(g), static_cast<size_t>(g.out_h) * g.out_w, g.out_c);
-  const Args a{g.out_c, packed, in, in_cstep, out, out_cstep};
+  const Args a{g.out_c, packed, in, in_cstep, out, out_cstep, &ctx};
   float* copy = copies_input(g) ? static_cast<float*>(ctx.workspace) : nullptr;
   gemm::with_epilogue(g.act, [&](const auto& epi) {
     if (g.out_pack == kLanes) {
-      run_all<kLanes>(g, a, pl, ctx.num_threads, epi, copy);
+      run_all<kLanes, A>(g, a, pl, ctx.num_threads, epi, copy);
     } else {
-      run_all<1>(g, a, pl, ctx.num_threads, epi, copy);
+      run_all<1, A>(g, a, pl, ctx.num_threads, epi, copy);
     }
   });
 }
@@ -99,8 +114,12 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
 }  // namespace
 
 const ConvKernel kF32Conv1x1Pack4_Neon = {
-    "f32_conv1x1_pack4_8x8_neon", Isa::kNeon, supports, packed_floats, pack, workspace_bytes, no_workspace, 1e-4, run,
-    kLanes,
+    "f32_conv1x1_pack4_8x8_neon", Isa::kNeon, supports<float>, packed_floats<float>, pack<float>, workspace_bytes,
+    no_workspace, 1e-4, run<float>, kLanes,
+};
+const ConvKernel kF32Conv1x1Pack4_F16w_Neon = {
+    "f32_conv1x1_pack4_8x8_f16w_neon", Isa::kNeon, supports<uint16_t>, packed_floats<uint16_t>, pack<uint16_t>,
+    workspace_bytes, half_room, 1e-4, run<uint16_t>, kLanes, false, true,
 };
 
 }  // namespace kestrel::kernels::arm

@@ -24,8 +24,12 @@
 // Workspace: [pack4 copy of a planar input][X of one chunk]; a chunk holds whole 8-pixel
 // tiles and X at most about kChunkBytes, the threads filling it (by output rows) and
 // then sharing its tiles.
+//
+// Its half-weight twin (A = uint16_t) keeps the weights as halves and widens them into
+// each thread's room per chunk (f32_half_blocks_neon.h).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "arm/arm_kernels.h"
 #include "core/parallel.h"
@@ -77,7 +81,7 @@ bool shape_ok(const ConvGeometry& g) {
 // takes none of a geometry that another kernel takes in some layout.
 bool claimed_before(const ConvGeometry& g) {
   for (const ConvKernel* k : conv_kernels()) {
-    if (k == &kF32ConvIm2colPack4_Neon) return false;
+    if (k == &kF32ConvIm2colPack4_Neon || k == &kF32ConvIm2colPack4_F16w_Neon) return false;
     for (int in_pack : {1, kLanes}) {
       for (int out_pack : {1, kLanes}) {
         ConvGeometry v = g;
@@ -93,29 +97,39 @@ bool claimed_before(const ConvGeometry& g) {
   return false;
 }
 
+template <class A>
 bool supports(const ConvGeometry& g) {
+  if (std::is_same_v<A, uint16_t> && !g.half_weights) return false;
   const bool packs = g.packs_within(kLanes) && (g.out_pack == 1 || g.out_c % kLanes == 0);
   return packs && shape_ok(g) && !claimed_before(g);
 }
 
-size_t packed_floats(const ConvGeometry& g) { return conv_pack4::packed_floats(k_blocks(g), g.out_c); }
+template <class A>
+size_t packed_floats(const ConvGeometry& g) {
+  if constexpr (std::is_same_v<A, uint16_t>) return half_packed_floats(k_blocks(g), g.out_c);
+  return conv_pack4::packed_floats(k_blocks(g), g.out_c);
+}
 
 // Row r of X is channel 4 cb + r % 4 at tap t, r / 4 = t * kb + cb.
+template <class A>
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
   const size_t kb = in_blocks(g), nt = taps(g), in_c = static_cast<size_t>(g.in_c);
-  pack_blocks(
-      g.out_c, k_blocks(g),
-      [&](size_t oc, size_t r) {
-        const size_t t = r / kLanes / kb, c = r / kLanes % kb * kLanes + r % kLanes;
-        return weight[(oc * in_c + c) * nt + t];
-      },
-      bias, packed);
+  auto weight_at = [&](size_t oc, size_t r) {
+    const size_t t = r / kLanes / kb, c = r / kLanes % kb * kLanes + r % kLanes;
+    return weight[(oc * in_c + c) * nt + t];
+  };
+  if constexpr (std::is_same_v<A, uint16_t>) {
+    pack_half_blocks(g.out_c, k_blocks(g), weight_at, bias, packed);
+  } else {
+    pack_blocks(g.out_c, k_blocks(g), weight_at, bias, packed);
+  }
 }
 
 size_t workspace_bytes(const ConvGeometry& g) {
   return (copy_floats(g) + k_blocks(g) * kLanes * chunk_pixels(g)) * sizeof(float);
 }
 size_t no_workspace(const ConvGeometry&) { return 0; }
+size_t half_room(const ConvGeometry& g) { return half_room_bytes(k_blocks(g), g.out_c); }
 
 // dst[j] for j < m: the vector at src + (j - j0) * sw * 4 for j in [j0, j1), zero
 // vectors elsewhere. kSw: the stride as a constant (1, 2), else 0 and sw.
@@ -165,7 +179,7 @@ void im2col_row_any(const ConvGeometry& g, const float* in, size_t cstep, int oy
   }
 }
 
-template <int kOutPack, class Epi>
+template <int kOutPack, class A, class Epi>
 void run_all(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
              size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
   const size_t plane = static_cast<size_t>(g.in_h) * g.in_w, kb = in_blocks(g), total = pixels(g);
@@ -188,19 +202,20 @@ void run_all(const ConvGeometry& g, const float* packed, const float* in, size_t
       const int oy0 = static_cast<int>(p0 / g.out_w), oy1 = static_cast<int>((p0 + n - 1) / g.out_w) + 1;
 #pragma omp for schedule(static)
       for (int oy = oy0; oy < oy1; ++oy) im2col_row_any(g, src, src_cstep, oy, p0, n, x);
-      const Args a{g.out_c, packed, x, n * kLanes, out + p0 * kOutPx, out_cstep};
-      run_items<kOutPack>(a, Plan(k_blocks(g), n, g.out_c), epi);
+      const Args a{g.out_c, packed, x, n * kLanes, out + p0 * kOutPx, out_cstep, &ctx};
+      run_items<kOutPack, A>(a, Plan(k_blocks(g), n, g.out_c), epi);
     }
   });
 }
 
+template <class A>
 void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out, size_t out_cstep,
          const KernelContext& ctx) {
   gemm::with_epilogue(g.act, [&](const auto& epi) {
     if (g.out_pack == kLanes) {
-      run_all<kLanes>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_all<kLanes, A>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     } else {
-      run_all<1>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
+      run_all<1, A>(g, packed, in, in_cstep, out, out_cstep, ctx, epi);
     }
   });
 }
@@ -208,8 +223,12 @@ void run(const ConvGeometry& g, const float* packed, const float* in, size_t in_
 }  // namespace
 
 const ConvKernel kF32ConvIm2colPack4_Neon = {
-    "f32_conv_im2col_pack4_neon", Isa::kNeon, supports, packed_floats, pack, workspace_bytes, no_workspace, 1e-4, run,
-    kLanes,
+    "f32_conv_im2col_pack4_neon", Isa::kNeon, supports<float>, packed_floats<float>, pack<float>, workspace_bytes,
+    no_workspace, 1e-4, run<float>, kLanes,
+};
+const ConvKernel kF32ConvIm2colPack4_F16w_Neon = {
+    "f32_conv_im2col_pack4_f16w_neon", Isa::kNeon, supports<uint16_t>, packed_floats<uint16_t>, pack<uint16_t>,
+    workspace_bytes, half_room, 1e-4, run<uint16_t>, kLanes, false, true,
 };
 
 }  // namespace kestrel::kernels::arm

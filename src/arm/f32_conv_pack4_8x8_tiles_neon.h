@@ -19,8 +19,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "arm/f32_conv1x1_pack4_8x8_neon.h"
+#include "arm/f32_half_blocks_neon.h"
+#include "kernels/kernel_context.h"
 
 namespace kestrel::kernels::arm::conv_pack4 {
 // Internal linkage, a copy per kernel, as when this was the 1x1 kernel's own code:
@@ -65,6 +69,34 @@ void pack_blocks(int out_c, size_t kb, WeightAt&& weight_at, const float* bias, 
       for (int p = 0; p < kTilePixels; ++p) bdst[p * kLanes] = bv;
     }
   }
+}
+
+// A half-weight twin's block b (f32_half_blocks_neon.h): its weights as halves, then
+// its bias; blocks half_layout(kb, 2).stored_floats() apart.
+inline half_blocks::Layout half_layout(size_t kb, int halves) {
+  return {false, kb * kLanes * kLanes * halves, static_cast<size_t>(halves), kTilePixels};
+}
+inline size_t half_packed_floats(size_t kb, int out_c) {
+  const size_t full = out_blocks(out_c) - (narrow_last(out_c) ? 1 : 0);
+  return full * half_layout(kb, 2).stored_floats() + (narrow_last(out_c) ? half_layout(kb, 1).stored_floats() : 0);
+}
+
+// pack_blocks' blocks, each stored with its weights as halves (values that are halves).
+template <class WeightAt>
+void pack_half_blocks(int out_c, size_t kb, WeightAt&& weight_at, const float* bias, float* packed) {
+  std::vector<float> block(block_floats(kb, 2));
+  for (size_t b = 0; b < out_blocks(out_c); ++b) {
+    const int n = std::min<int>(kBlockOut, out_c - static_cast<int>(b) * kBlockOut);
+    pack_blocks(
+        n, kb, [&](size_t oc, size_t c) { return weight_at(b * kBlockOut + oc, c); },
+        bias ? bias + b * kBlockOut : nullptr, block.data());
+    half_layout(kb, narrow_last(n) ? 1 : 2).narrow(block.data(), packed + b * half_layout(kb, 2).stored_floats());
+  }
+}
+
+// Per-thread scratch of a half-weight twin over out_c channels and kb row blocks.
+inline size_t half_room_bytes(size_t kb, int out_c) {
+  return half_blocks::room_bytes(out_blocks(out_c), block_floats(kb, 2));
 }
 
 // 4x4 transpose: c.k = lane k of r0..r3.
@@ -151,11 +183,12 @@ struct Plan : TilePlan<kTilePixels, kBlockOut> {
 
 struct Args {
   int out_c;
-  const float* weights;
+  const float* weights;  // a half-weight twin's: its stored blocks (half_layout)
   const float* x;  // X: row block j at x + j * xstep, pixel p's vector at + 4 p
   size_t xstep;
   float* out;      // pixel 0's output (pack4: of channel block 0; planar: of channel 0)
   size_t out_cstep;
+  const KernelContext* ctx = nullptr;  // a half-weight twin's: each thread's room
 };
 
 // Four pixels' vectors of 4 channels into 4 planar rows (channel o at out + o * cstep).
@@ -383,47 +416,84 @@ __attribute__((noinline)) void run_tiles(const Args& a, const Plan& pl, size_t b
   }
 }
 
+// Blocks [b0, b1) over tiles [t0, t1). Wide blocks to a pack4 output go to run_blocks
+// together; the rest (a narrow last block, a planar output, a last tile of 2, 3, 5, 6
+// or 7 pixels) to run_tiles.
+template <int kOutPack, class Epi>
+__attribute__((always_inline)) inline void run_span(const Args& a, const Plan& pl, const Loop& lp, size_t b0,
+                                                    size_t b1, size_t t0, size_t t1, const Epi& epi) {
+  const size_t full = pl.full, kb = pl.kb;
+  const size_t wide = out_blocks(a.out_c) - (narrow_last(a.out_c) ? 1 : 0);
+  const bool asm_rest = pl.rest == 0 || pl.rest == 1 || pl.rest == 4;
+  const bool has_rest = t1 > full;
+  const size_t fast_blocks = kOutPack == kLanes && b0 < wide ? std::min(b1, wide) - b0 : 0;
+  if (fast_blocks > 0) {
+    const size_t first = t0 * kTilePixels * kLanes;
+    const size_t wstep = block_floats(kb, 2);
+    const Blocks bl{a.weights + b0 * wstep, wstep, a.x + first, a.out + b0 * 2 * a.out_cstep + first,
+                    a.out_cstep, fast_blocks, std::min(t1, full) - t0, has_rest && asm_rest ? pl.rest : 0};
+    run_blocks(lp, bl, epi);
+    if (has_rest && !asm_rest) {
+      run_tiles<kOutPack>(a, pl, b0, b0 + fast_blocks, full, t1, epi);
+    }
+  }
+  if (b0 + fast_blocks < b1) run_tiles<kOutPack>(a, pl, b0 + fast_blocks, b1, t0, t1, epi);
+}
+
 // Work items [i0, i1) of `pl`: item i is block i % nblocks over run i / nblocks, so a
-// range is runs of consecutive blocks over the same tiles. Wide blocks to a pack4
-// output go to run_blocks a run at a time; the rest (a narrow last block, a planar
-// output, a last tile of 2, 3, 5, 6 or 7 pixels) to run_tiles an item at a time.
+// range is runs of consecutive blocks over the same tiles.
 template <int kOutPack, class Epi>
 void run_range(const Args& a, const Plan& pl, size_t i0, size_t i1, const Epi& epi) {
-  const size_t nblocks = pl.nblocks, run = pl.run_tiles, tiles = pl.tiles, full = pl.full, kb = pl.kb;
-  const size_t wide = nblocks - (narrow_last(a.out_c) ? 1 : 0);
-  const bool asm_rest = pl.rest == 0 || pl.rest == 1 || pl.rest == 4;
-  const Loop lp(kb, a.xstep);
+  const size_t nblocks = pl.nblocks, run = pl.run_tiles, tiles = pl.tiles;
+  const Loop lp(pl.kb, a.xstep);
   for (size_t i = i0; i < i1;) {
     const size_t b0 = i % nblocks, t0 = i / nblocks * run;
     const size_t b1 = std::min(nblocks, b0 + (i1 - i));
-    const size_t t1 = std::min(tiles, t0 + run);
-    const bool has_rest = t1 > full;
-    const size_t fast_blocks = kOutPack == kLanes && b0 < wide ? std::min(b1, wide) - b0 : 0;
-    if (fast_blocks > 0) {
-      const size_t first = t0 * kTilePixels * kLanes;
-      const size_t wstep = block_floats(kb, 2);
-      const Blocks bl{a.weights + b0 * wstep, wstep, a.x + first, a.out + b0 * 2 * a.out_cstep + first,
-                      a.out_cstep, fast_blocks, std::min(t1, full) - t0, has_rest && asm_rest ? pl.rest : 0};
-      run_blocks(lp, bl, epi);
-      if (has_rest && !asm_rest) {
-        run_tiles<kOutPack>(a, pl, b0, b0 + fast_blocks, full, t1, epi);
-      }
-    }
-    if (b0 + fast_blocks < b1) run_tiles<kOutPack>(a, pl, b0 + fast_blocks, b1, t0, t1, epi);
+    run_span<kOutPack>(a, pl, lp, b0, b1, t0, std::min(tiles, t0 + run), epi);
     i += b1 - b0;
   }
 }
 
+// The same items for a half-weight twin: its blocks widened into the thread's room a
+// room at a time (half_blocks::for_items), the fp32 tiles reading them there.
+template <int kOutPack, class Epi>
+void run_range_halves(const Args& a, const Plan& pl, size_t i0, size_t i1, const Epi& epi) {
+  constexpr size_t kOutPx = kOutPack == kLanes ? kLanes : 1;
+  const size_t stride = block_floats(pl.kb, 2), stored = half_layout(pl.kb, 2).stored_floats();
+  const size_t nblocks = pl.nblocks;
+  float* room = static_cast<float*>(a.ctx->scratch_of(omp_get_thread_num()));
+  const Loop lp(pl.kb, a.xstep);
+  half_blocks::for_items(
+      nblocks, i0, i1, stride, room,
+      [&](size_t b, float* dst) {
+        const bool narrow = b + 1 == nblocks && narrow_last(a.out_c);
+        half_layout(pl.kb, narrow ? 1 : 2).widen(a.weights + b * stored, dst);
+      },
+      [&](size_t b0, size_t lo, size_t hi, size_t r) {
+        Args w = a;
+        w.out_c = a.out_c - static_cast<int>(b0) * kBlockOut;
+        w.weights = room;
+        w.out = a.out + b0 * (kBlockOut / kOutPx) * a.out_cstep;
+        const size_t t0 = r * pl.run_tiles;
+        run_span<kOutPack>(w, pl, lp, lo, hi, t0, std::min(pl.tiles, t0 + pl.run_tiles), epi);
+      });
+}
+
 // Every work item of `pl`, shared among the threads of the enclosing parallel region
 // in one contiguous range per thread (an orphaned `omp for`: its end is the team's
-// barrier).
-template <int kOutPack, class Epi>
+// barrier). A: the weights' type (uint16_t: a half-weight twin's).
+template <int kOutPack, class A = float, class Epi>
 void run_items(const Args& a, const Plan& pl, const Epi& epi) {
   const size_t items = pl.nblocks * pl.runs;
   const int nt = omp_get_num_threads();
 #pragma omp for schedule(static)
   for (int c = 0; c < nt; ++c) {
-    run_range<kOutPack>(a, pl, items * c / nt, items * (c + 1) / nt, epi);
+    const size_t i0 = items * c / nt, i1 = items * (c + 1) / nt;
+    if constexpr (std::is_same_v<A, float>) {
+      run_range<kOutPack>(a, pl, i0, i1, epi);
+    } else {
+      run_range_halves<kOutPack>(a, pl, i0, i1, epi);
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <arm_neon.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace kestrel::kernels::arm {
 
@@ -56,6 +57,33 @@ inline const float* gemv_8x4_q(const float* w, const float* x, size_t n, float32
   for (; i < n; ++i, w += 8) {
     acc[0] = vfmaq_n_f32(acc[0], vld1q_f32(w), x[i]);
     acc[1] = vfmaq_n_f32(acc[1], vld1q_f32(w + 4), x[i]);
+  }
+  return w;
+}
+
+// The half-weight twin's (weights [k][8] as IEEE halves): the same FMAs in the same
+// order, each weight vector widened (FCVTL, exact) as it streams, so the sums equal
+// the fp32 kernel's bit for bit and half the bytes come from DRAM.
+inline const uint16_t* gemv_8x4_q(const uint16_t* w, const float* x, size_t n, float32x4_t acc[8]) {
+  auto lo = [](uint16x8_t v) { return vcvt_f32_f16(vget_low_f16(vreinterpretq_f16_u16(v))); };
+  auto hi = [](uint16x8_t v) { return vcvt_high_f32_f16(vreinterpretq_f16_u16(v)); };
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4, w += 32) {
+    const float32x4_t xv = vld1q_f32(x + i);
+    const uint16x8x4_t v = vld1q_u16_x4(w);
+    acc[0] = vfmaq_laneq_f32(acc[0], lo(v.val[0]), xv, 0);
+    acc[1] = vfmaq_laneq_f32(acc[1], hi(v.val[0]), xv, 0);
+    acc[2] = vfmaq_laneq_f32(acc[2], lo(v.val[1]), xv, 1);
+    acc[3] = vfmaq_laneq_f32(acc[3], hi(v.val[1]), xv, 1);
+    acc[4] = vfmaq_laneq_f32(acc[4], lo(v.val[2]), xv, 2);
+    acc[5] = vfmaq_laneq_f32(acc[5], hi(v.val[2]), xv, 2);
+    acc[6] = vfmaq_laneq_f32(acc[6], lo(v.val[3]), xv, 3);
+    acc[7] = vfmaq_laneq_f32(acc[7], hi(v.val[3]), xv, 3);
+  }
+  for (; i < n; ++i, w += 8) {
+    const uint16x8_t v = vld1q_u16(w);
+    acc[0] = vfmaq_n_f32(acc[0], lo(v), x[i]);
+    acc[1] = vfmaq_n_f32(acc[1], hi(v), x[i]);
   }
   return w;
 }

@@ -10,13 +10,16 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &arm::kF16DwConv3x3Pack8_Neon,
       &arm::kF16ConvStemPack1to8_Neon,
       &arm::kF16ConvIm2colPack8_Neon,
+      &arm::kF32Conv1x1Pack4_12x7_F16w_Neon,  // each half-weight twin before its fp32 twin
       &arm::kF32Conv1x1Pack4_12x7_Neon,
+      &arm::kF32Conv1x1Pack4_F16w_Neon,
       &arm::kF32Conv1x1Pack4_Neon,
       &arm::kF32Conv1x1_8x8_Neon,
       &arm::kF32DwConv3x3Pack4_Neon,
       &arm::kF32DwConv3x3_Neon,
       &arm::kF32ConvWinogradPack4_Neon,
       &arm::kF32ConvStemPack1to4_Neon,
+      &arm::kF32ConvIm2colPack4_F16w_Neon,
       &arm::kF32ConvIm2colPack4_Neon,
       &arm::kF32ConvSgemm_Neon,
   };
@@ -35,7 +38,7 @@ std::vector<const PoolKernel*> arch_pool_kernels() {
 
 std::vector<const InterpKernel*> arch_interp_kernels() { return {&arm::kF16InterpPack8_Neon}; }
 
-std::vector<const FcKernel*> arch_fc_kernels() { return {&arm::kF32Gemv8x4_Neon}; }
+std::vector<const FcKernel*> arch_fc_kernels() { return {&arm::kF32Gemv8x4_F16w_Neon, &arm::kF32Gemv8x4_Neon}; }
 
 std::vector<const BinaryKernel*> arch_binary_kernels() { return {&arm::kF16Binary_Neon, &arm::kF32Binary_Neon}; }
 
