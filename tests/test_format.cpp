@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "core/half.h"
 #include "test_util.h"
@@ -81,8 +83,25 @@ TEST_SUITE("format") {
   }
 
   TEST_CASE("F16 weights load as the fp32 values they hold") {
-    // The same network twice: weights rounded to halves, stored as F32 and as F16.
+    // The same network twice: weights rounded to halves, stored as F32 and as F16; an
+    // InnerProduct after its convolutions. Both kernel sets: the reference loops read
+    // the halves in place (conv_reference_halves, fc_reference_halves).
     kestrel::ModelBuilder f32 = kt::branch_net(), f16 = kt::branch_net();
+    for (kestrel::ModelBuilder* b : {&f32, &f16}) {
+      std::mt19937 rng(29);
+      std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+      std::vector<float> w(10 * 4 * 8 * 8), bias(10);
+      for (float& v : w) v = dist(rng);
+      for (float& v : bias) v = dist(rng);
+      kestrel::fb::InnerProductParamT fc;
+      fc.num_output = 10;
+      fc.bias_term = true;
+      kestrel::fb::LayerParamsUnion u;
+      u.Set(std::move(fc));
+      b->add_layer("InnerProduct", "g", {"f"}, {"g"}, std::move(u),
+                   {b->add_weight("g/w", {10, 4 * 8 * 8}, w), b->add_weight("g/b", {10}, bias)});
+      b->add_output("g");
+    }
     size_t halves = 0;
     for (size_t i = 0; i < f32.model().weights.size(); ++i) {
       auto& w32 = *f32.model().weights[i];
@@ -100,12 +119,28 @@ TEST_SUITE("format") {
       halves += h.size();
     }
     REQUIRE(halves > 0);
-    kestrel::Net a, b;
-    REQUIRE(kt::load(a, f32).ok());
-    REQUIRE(kt::load(b, f16).ok());
-    CHECK(b.model_weight_bytes() * 2 == a.model_weight_bytes());
-    const kestrel::Mat in = kt::random_input(a, "data", 5);
-    CHECK(kt::same_bits(run(a, in, "f"), run(b, in, "f")));
+    for (kestrel::KernelSet kernels : {kestrel::KernelSet::kFast, kestrel::KernelSet::kReference}) {
+      for (int threads : {1, 3}) {
+        INFO((std::string(kernels == kestrel::KernelSet::kFast ? "fast" : "reference") + " kernels, threads " +
+              std::to_string(threads)));
+        kestrel::Net a, b;
+        for (kestrel::Net* n : {&a, &b}) {
+          n->option().kernels = kernels;
+          n->option().num_threads = threads;
+        }
+        REQUIRE(kt::load(a, f32).ok());
+        REQUIRE(kt::load(b, f16).ok());
+        CHECK(b.model_weight_bytes() * 2 == a.model_weight_bytes());
+        const kestrel::Mat in = kt::random_input(a, "data", 5);
+        CHECK(kt::same_bits(run(a, in, "f"), run(b, in, "f")));
+        CHECK(kt::same_bits(run(a, in, "g"), run(b, in, "g")));
+        // The reference set holds no fp32 copy of an F16 kernel weight (the biases, a
+        // few floats, are widened).
+        if (kernels == kestrel::KernelSet::kReference) {
+          CHECK(b.weight_bytes() <= b.model_weight_bytes() + b.model_weight_bytes() / 20);
+        }
+      }
+    }
   }
 
   TEST_CASE("half conversion: rounding, subnormals, overflow, NaN") {

@@ -33,4 +33,14 @@ void conv_reference(const ConvGeometry& g, const float* weight, const float* bia
   conv_reference_loop(g, weight, bias, in, in_cstep, out, out_cstep, num_threads, F32Accumulation{g.act});
 }
 
+void conv_reference_halves(const ConvGeometry& g, const uint16_t* weight, const float* bias, const float* in,
+                           size_t in_cstep, float* out, size_t out_cstep, const KernelContext& ctx) {
+  conv_reference_loop(g, HalfRows{weight, &ctx}, bias, in, in_cstep, out, out_cstep, ctx.num_threads,
+                      F32Accumulation{g.act});
+}
+
+size_t conv_reference_halves_scratch(const ConvGeometry& g) {
+  return static_cast<size_t>(g.in_c / g.group) * g.kh * g.kw * sizeof(float);
+}
+
 }  // namespace kestrel::kernels

@@ -125,6 +125,14 @@ float from_bf16(uint16_t h);
 void conv_reference(const ConvGeometry& g, const float* weight, const float* bias, const float* in,
                     size_t in_cstep, float* out, size_t out_cstep, int num_threads);
 
+// conv_reference on weights kept as IEEE halves (an F16 model's where no kernel takes
+// the layer: armv7, the reference kernel set): each output channel's weights widened
+// into the thread's scratch (ctx, conv_reference_halves_scratch bytes per thread) before
+// its loop. The same bits as conv_reference on the widened weights.
+void conv_reference_halves(const ConvGeometry& g, const uint16_t* weight, const float* bias, const float* in,
+                           size_t in_cstep, float* out, size_t out_cstep, const KernelContext& ctx);
+size_t conv_reference_halves_scratch(const ConvGeometry& g);
+
 namespace detail {
 // Defined once per architecture (src/arm/registry_arm.cpp, src/x86/registry_x86.cpp,
 // src/kernels/registry_generic.cpp): that architecture's kernels in priority order.

@@ -21,4 +21,11 @@ void fc_reference(const FcGeometry& g, const float* weight, const float* bias, c
   fc_reference_loop(g, weight, bias, in, in_cstep, out, num_threads, F32Accumulation{g.act});
 }
 
+void fc_reference_halves(const FcGeometry& g, const uint16_t* weight, const float* bias, const float* in,
+                         size_t in_cstep, float* out, const KernelContext& ctx) {
+  fc_reference_loop(g, HalfRows{weight, &ctx}, bias, in, in_cstep, out, ctx.num_threads, F32Accumulation{g.act});
+}
+
+size_t fc_reference_halves_scratch(const FcGeometry& g) { return g.num_input() * sizeof(float); }
+
 }  // namespace kestrel::kernels

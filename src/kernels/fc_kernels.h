@@ -3,6 +3,7 @@
 // benchmarks read; the layer keeps fc_reference for everything no kernel claims.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -60,6 +61,12 @@ const FcKernel* select_fc_kernel(const FcGeometry& g, Isa isa);
 // bias and activation; one output per OpenMP iteration.
 void fc_reference(const FcGeometry& g, const float* weight, const float* bias, const float* in, size_t in_cstep,
                   float* out, int num_threads);
+
+// fc_reference on weights kept as IEEE halves: each output's row widened into the
+// thread's scratch (fc_reference_halves_scratch bytes per thread) first; the same bits.
+void fc_reference_halves(const FcGeometry& g, const uint16_t* weight, const float* bias, const float* in,
+                         size_t in_cstep, float* out, const KernelContext& ctx);
+size_t fc_reference_halves_scratch(const FcGeometry& g);
 
 namespace detail {
 // Defined once per architecture (src/arm/registry_arm.cpp, src/x86/registry_x86.cpp,

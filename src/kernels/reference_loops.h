@@ -7,25 +7,49 @@
 // conv_reference / fc_reference accumulate in fp32 and add the bias last;
 // conv_reference_f16 / fc_reference_f16 accumulate in fp16 from the bias. One output
 // channel (output) per OpenMP iteration, so results do not depend on the thread count.
+//
+// Weights come as floats, or as IEEE halves (HalfRows: an F16 model's, which the layer
+// then never widens whole): an output's row of them widened into the thread's scratch
+// before its loop, the same values in the same order, so the same bits.
 #pragma once
-#include <cstddef>
+#include <omp.h>
 
+#include <cstddef>
+#include <cstdint>
+
+#include "core/half.h"
 #include "kernels/conv_kernels.h"
 #include "kernels/fc_kernels.h"
+#include "kernels/kernel_context.h"
 #include "layers/activation.h"
 #include "layers/layers.h"
 
 namespace kestrel::kernels {
 
-template <class Acc>
-void conv_reference_loop(const ConvGeometry& g, const float* weight, const float* bias, const float* in,
+// Halves, [rows][n]; thread t widens a row into ctx.scratch_of(t) (n floats).
+struct HalfRows {
+  const uint16_t* halves;
+  const KernelContext* ctx;
+};
+
+// Row r of n weights as floats.
+inline const float* weight_row(const float* w, size_t r, size_t n) { return w + r * n; }
+inline const float* weight_row(const HalfRows& w, size_t r, size_t n) {
+  float* dst = static_cast<float*>(w.ctx->scratch_of(omp_get_thread_num()));
+  const uint16_t* src = w.halves + r * n;
+  for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+  return dst;
+}
+
+template <class Acc, class W = const float*>
+void conv_reference_loop(const ConvGeometry& g, const W& weight, const float* bias, const float* in,
                          size_t in_cstep, float* out, size_t out_cstep, int num_threads, const Acc& acc) {
   const int in_per_group = g.in_c / g.group, out_per_group = g.out_c / g.group;
   const size_t kernel_size = static_cast<size_t>(g.kh) * g.kw;
 #pragma omp parallel for num_threads(num_threads)
   for (int oc = 0; oc < g.out_c; ++oc) {
     const int first_in = (oc / out_per_group) * in_per_group;
-    const float* wk = weight + static_cast<size_t>(oc) * in_per_group * kernel_size;
+    const float* wk = weight_row(weight, static_cast<size_t>(oc), in_per_group * kernel_size);
     static constexpr float kNoBias = 0.f;
     const float* b = bias ? bias + oc : &kNoBias;
     float* outp = out + oc * out_cstep;
@@ -54,13 +78,13 @@ void conv_reference_loop(const ConvGeometry& g, const float* weight, const float
   }
 }
 
-template <class Acc>
-void fc_reference_loop(const FcGeometry& g, const float* weight, const float* bias, const float* in, size_t in_cstep,
+template <class Acc, class W = const float*>
+void fc_reference_loop(const FcGeometry& g, const W& weight, const float* bias, const float* in, size_t in_cstep,
                        float* out, int num_threads, const Acc& acc) {
   const size_t num_input = g.num_input();
 #pragma omp parallel for num_threads(num_threads)
   for (int o = 0; o < g.num_output; ++o) {
-    const float* w = weight + static_cast<size_t>(o) * num_input;
+    const float* w = weight_row(weight, static_cast<size_t>(o), num_input);
     const float* b = bias ? bias + o : nullptr;
     float sum = acc.start(b);
     for (int q = 0; q < g.in_planes; ++q) {

@@ -102,6 +102,9 @@ class Convolution final : public Layer {
       kernels::conv_reference_f16(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     } else if (bf16_reference_) {
       kernels::conv_reference_bf16(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
+    } else if (halves_reference_) {
+      kernels::conv_reference_halves(g_, widened_.halves(), bias_, in.data, in.cstep, out.data, out.cstep,
+                                     kernel_context(ctx));
     } else {
       kernels::conv_reference(g_, weight_, bias_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
     }
@@ -180,7 +183,7 @@ class Convolution final : public Layer {
   // A fast kernel's packing holds the weights and the bias; an F16 kernel weight is
   // never read from the model (WidenedWeight).
   bool reads_weight_in_place(size_t i) const override {
-    return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves());
+    return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
   }
   bool widens_weight(size_t i) const override { return i == 0; }
   bool computes_bf16() const override { return g_.bf16; }
@@ -189,14 +192,19 @@ class Convolution final : public Layer {
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
     Status s = choose_kernel_with_floats(ctx);
+    // Halves no kernel takes run the fp32 reference loop on the halves in place, a
+    // channel's widened into the thread's scratch at a time.
+    halves_reference_ = s.ok() && !kernel_ && !fc_kernel_ && widened_.from_halves() && !f16_reference_ &&
+                        !bf16_reference_;
+    if (halves_reference_) workspace_per_thread_bytes = kernels::conv_reference_halves_scratch(g_);
     drop_floats();
     return s;
   }
 
-  // Frees widened F16 weights once a packing holds them (WidenedWeight): the
-  // reference loop alone reads weight_.
+  // Frees widened F16 weights once a packing (or the reference loop on halves) holds
+  // them (WidenedWeight): the fp16 and bf16 oracles alone read weight_.
   void drop_floats() {
-    if (widened_.from_halves() && (kernel_ || fc_kernel_)) {
+    if (widened_.from_halves() && (kernel_ || fc_kernel_ || halves_reference_)) {
       widened_.drop();
       weight_ = nullptr;
     }
@@ -253,6 +261,7 @@ class Convolution final : public Layer {
   const float* bias_ = nullptr;
   bool f16_reference_ = false;
   bool bf16_reference_ = false;  // the bf16 oracle (reference set, Precision::kBf16)
+  bool halves_reference_ = false;  // conv_reference_halves on widened_'s halves
   bool half_weights_ = false;  // the kernel weight's values are halves (WeightView::halves)
   WidenedWeight widened_;      // weight_'s source
 };

@@ -77,6 +77,8 @@ class InnerProduct final : public Layer {
       kernel_->run(g_, packed_.data, in.data, in.cstep, out, kernel_context(ctx));
     } else if (f16_reference_) {
       kernels::fc_reference_f16(g_, weight_, bias_, in.data, in.cstep, out, ctx.num_threads);
+    } else if (halves_reference_) {
+      kernels::fc_reference_halves(g_, widened_.halves(), bias_, in.data, in.cstep, out, kernel_context(ctx));
     } else {
       kernels::fc_reference(g_, weight_, bias_, in.data, in.cstep, out, ctx.num_threads);
     }
@@ -88,7 +90,9 @@ class InnerProduct final : public Layer {
   }
   // A fast kernel's packing holds the weights and the bias; an F16 weight is never read
   // from the model (WidenedWeight).
-  bool reads_weight_in_place(size_t i) const override { return !kernel_ && !(i == 0 && widened_.from_halves()); }
+  bool reads_weight_in_place(size_t i) const override {
+    return !kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
+  }
   bool widens_weight(size_t i) const override { return i == 0; }
 
  private:
@@ -98,8 +102,11 @@ class InnerProduct final : public Layer {
         ctx.kernels == KernelSet::kFast ? kernels::select_fc_kernel(g_, kernels::active_isa()) : nullptr;
     weight_ = widened_.floats();
     Status s = bind_packed_kernel(k, g_, weight_, bias_, "inner product weights", this, &packed_, &kernel_);
-    if (kernel_ && widened_.from_halves()) {
-      widened_.drop();  // the packing holds them; the reference loop alone reads weight_
+    // Halves no kernel takes run the fp32 reference loop on the halves in place.
+    halves_reference_ = s.ok() && !kernel_ && widened_.from_halves() && !f16_reference_;
+    if (halves_reference_) workspace_per_thread_bytes = kernels::fc_reference_halves_scratch(g_);
+    if (widened_.from_halves() && (kernel_ || halves_reference_)) {
+      widened_.drop();  // the packing holds them; the fp16 oracle alone reads weight_
       weight_ = nullptr;
     }
     return s;
@@ -111,6 +118,7 @@ class InnerProduct final : public Layer {
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
   bool half_weights_ = false;  // WeightView::halves
+  bool halves_reference_ = false;  // fc_reference_halves on widened_'s halves
   WidenedWeight widened_;      // weight_'s source
   kernels::FcGeometry g_;  // resolved in prepare()
   const kernels::FcKernel* kernel_ = nullptr;

@@ -1,7 +1,8 @@
 // A layer's kernel weight that the model stores as F16 (Layer::widens_weight): the
 // layer widens it to floats only while it needs them, to pack them into a kernel's
-// layout, and keeps them only where it runs the reference loop. Weights given as
-// floats pass through untouched.
+// layout; its fp32 reference loop reads the halves in place (conv_reference_halves),
+// only the fp16 and bf16 oracles keep floats. Weights given as floats pass through
+// untouched.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -31,8 +32,10 @@ class WidenedWeight {
   }
   // Frees widened floats once a packing holds the weights.
   void drop() { std::vector<float>().swap(own_); }
-  // True where the weight came as halves: the layer never reads the model's copy.
+  // True where the weight came as halves: the layer reads the model's copy only through
+  // halves() (the reference loop on halves), never as floats.
   bool from_halves() const { return halves_ != nullptr; }
+  const uint16_t* halves() const { return halves_; }
   size_t held_bytes() const { return own_.size() * sizeof(float); }
 
  private:
