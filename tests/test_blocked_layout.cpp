@@ -176,18 +176,7 @@ ModelBuilder resnet_like_net() {
   kt::add_conv(b, "p2", "avg", 16, 16, 1, 9);
   add_binary(b, "r2", {"r1", "p2"});
   b.add_layer("Pooling", "gap", {"r2"}, {"gap"}, pool_params(PoolType::Average, 1, 1, 0, true));
-  std::mt19937 rng(29);
-  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
-  std::vector<float> w(10 * 16), bias(10);
-  for (float& v : w) v = dist(rng);
-  for (float& v : bias) v = dist(rng);
-  kestrel::fb::InnerProductParamT fc;
-  fc.num_output = 10;
-  fc.bias_term = true;
-  kestrel::fb::LayerParamsUnion u;
-  u.Set(std::move(fc));
-  b.add_layer("InnerProduct", "fc", {"gap"}, {"fc"}, std::move(u),
-              {b.add_weight("fc/w", {10, 16}, w), b.add_weight("fc/b", {10}, bias)});
+  kt::add_inner_product(b, "fc", "gap", 10, 16, 29);
   b.add_output("fc");
   return b;
 }

@@ -4,8 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
-#include <random>
-#include <vector>
 
 #include "core/half.h"
 #include "test_util.h"
@@ -88,18 +86,7 @@ TEST_SUITE("format") {
     // the halves in place (conv_reference_halves, fc_reference_halves).
     kestrel::ModelBuilder f32 = kt::branch_net(), f16 = kt::branch_net();
     for (kestrel::ModelBuilder* b : {&f32, &f16}) {
-      std::mt19937 rng(29);
-      std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
-      std::vector<float> w(10 * 4 * 8 * 8), bias(10);
-      for (float& v : w) v = dist(rng);
-      for (float& v : bias) v = dist(rng);
-      kestrel::fb::InnerProductParamT fc;
-      fc.num_output = 10;
-      fc.bias_term = true;
-      kestrel::fb::LayerParamsUnion u;
-      u.Set(std::move(fc));
-      b->add_layer("InnerProduct", "g", {"f"}, {"g"}, std::move(u),
-                   {b->add_weight("g/w", {10, 4 * 8 * 8}, w), b->add_weight("g/b", {10}, bias)});
+      kt::add_inner_product(*b, "g", "f", 10, 4 * 8 * 8, 29);
       b->add_output("g");
     }
     size_t halves = 0;

@@ -72,6 +72,24 @@ inline void add_conv(kestrel::ModelBuilder& b, const std::string& name, const st
   b.add_layer("Convolution", name, {bottom}, {name}, conv_params(out, kernel, 1, kernel / 2, false), {wi, bi});
 }
 
+// Adds an InnerProduct of num_output outputs over num_input values, with bias, weights
+// seeded uniform in [-0.3, 0.3].
+inline void add_inner_product(kestrel::ModelBuilder& b, const std::string& name, const std::string& bottom,
+                              int num_output, int num_input, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  std::vector<float> w(size_t(num_output) * num_input), bias(num_output);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  kestrel::fb::InnerProductParamT fc;
+  fc.num_output = num_output;
+  fc.bias_term = true;
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(fc));
+  b.add_layer("InnerProduct", name, {bottom}, {name}, std::move(u),
+              {b.add_weight(name + "/w", {num_output, num_input}, w), b.add_weight(name + "/b", {num_output}, bias)});
+}
+
 // Adds a 3x3 (or kxk) depthwise convolution (padding k / 2, fused ReLU) with seeded weights.
 inline void add_depthwise(kestrel::ModelBuilder& b, const std::string& name, const std::string& bottom, int channels,
                           int stride, uint32_t seed, int kernel = 3) {
