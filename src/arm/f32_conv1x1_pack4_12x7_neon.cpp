@@ -82,54 +82,56 @@ size_t packed_floats(const ConvGeometry& g) {
   return s.blocks * t12::block_floats(kb) + conv_pack4::packed_floats(kb, s.rest);
 }
 
-void pack_f32(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+// 12-channel block b into dst (t12::block_floats(kb) floats): its bias broadcast per
+// group and pixel, then its weights by 4-channel step.
+void pack_block(const ConvGeometry& g, const float* weight, const float* bias, int b, float* dst) {
   const size_t kb = in_blocks(g), k = static_cast<size_t>(g.in_c);
-  const Split s = split(g.out_c);
-  for (int b = 0; b < s.blocks; ++b) {
-    float* dst = packed + b * t12::block_floats(kb);
-    for (int grp = 0; grp < t12::kGroups; ++grp) {
-      for (int p = 0; p < t12::kTilePixels; ++p) {
-        for (int o = 0; o < kLanes; ++o) {
-          const int oc = b * t12::kBlockOut + grp * kLanes + o;
-          dst[grp * t12::kGroupBias + p * kLanes + o] = bias ? bias[oc] : 0.f;
-        }
+  for (int grp = 0; grp < t12::kGroups; ++grp) {
+    for (int p = 0; p < t12::kTilePixels; ++p) {
+      for (int o = 0; o < kLanes; ++o) {
+        const int oc = b * t12::kBlockOut + grp * kLanes + o;
+        dst[grp * t12::kGroupBias + p * kLanes + o] = bias ? bias[oc] : 0.f;
       }
     }
-    float* rows = dst + t12::kBiasFloats;
-    for (size_t j = 0; j < kb; ++j) {
-      for (int grp = 0; grp < t12::kGroups; ++grp) {
-        for (int r = 0; r < kLanes; ++r) {
-          for (int o = 0; o < kLanes; ++o) {
-            const size_t oc = static_cast<size_t>(b * t12::kBlockOut + grp * kLanes + o);
-            rows[(j * t12::kGroups + grp) * 16 + r * kLanes + o] = weight[oc * k + j * kLanes + r];
-          }
+  }
+  float* rows = dst + t12::kBiasFloats;
+  for (size_t j = 0; j < kb; ++j) {
+    for (int grp = 0; grp < t12::kGroups; ++grp) {
+      for (int r = 0; r < kLanes; ++r) {
+        for (int o = 0; o < kLanes; ++o) {
+          const size_t oc = static_cast<size_t>(b * t12::kBlockOut + grp * kLanes + o);
+          rows[(j * t12::kGroups + grp) * 16 + r * kLanes + o] = weight[oc * k + j * kLanes + r];
         }
       }
     }
   }
-  const size_t first = static_cast<size_t>(s.blocks) * t12::kBlockOut;
-  conv_pack4::pack_blocks(
-      s.rest, kb, [&](size_t oc, size_t c) { return weight[(first + oc) * k + c]; }, bias ? bias + first : nullptr,
-      packed + s.blocks * t12::block_floats(kb));
 }
 
-// The fp32 packing, each block then stored with its weights as halves.
+// The 12-channel blocks, then the rest in 8 x 8 blocks. A half-weight twin stores each
+// block with its weights as halves, packing one block of floats at a time (no fp32
+// copy of the layer at load).
 template <class A>
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
-  if constexpr (std::is_same_v<A, float>) {
-    pack_f32(g, weight, bias, packed);
-  } else {
-    std::vector<float> all(packed_floats<float>(g));
-    pack_f32(g, weight, bias, all.data());
-    const size_t kb = in_blocks(g), k = static_cast<size_t>(g.in_c);
-    const Split s = split(g.out_c);
-    for (int b = 0; b < s.blocks; ++b) {
-      half_layout(kb).narrow(all.data() + b * t12::block_floats(kb), packed + b * half_layout(kb).stored_floats());
+  constexpr bool kHalves = std::is_same_v<A, uint16_t>;
+  const size_t kb = in_blocks(g), k = static_cast<size_t>(g.in_c);
+  const Split s = split(g.out_c);
+  const size_t stride = kHalves ? half_layout(kb).stored_floats() : t12::block_floats(kb);
+  std::vector<float> block(kHalves ? t12::block_floats(kb) : 0);
+  for (int b = 0; b < s.blocks; ++b) {
+    if constexpr (kHalves) {
+      pack_block(g, weight, bias, b, block.data());
+      half_layout(kb).narrow(block.data(), packed + b * stride);
+    } else {
+      pack_block(g, weight, bias, b, packed + b * stride);
     }
-    const size_t first = static_cast<size_t>(s.blocks) * t12::kBlockOut;
-    conv_pack4::pack_half_blocks(
-        s.rest, kb, [&](size_t oc, size_t c) { return weight[(first + oc) * k + c]; }, bias ? bias + first : nullptr,
-        packed + s.blocks * half_layout(kb).stored_floats());
+  }
+  const size_t first = static_cast<size_t>(s.blocks) * t12::kBlockOut;
+  auto weight_at = [&](size_t oc, size_t c) { return weight[(first + oc) * k + c]; };
+  const float* rest_bias = bias ? bias + first : nullptr;
+  if constexpr (kHalves) {
+    conv_pack4::pack_half_blocks(s.rest, kb, weight_at, rest_bias, packed + s.blocks * stride);
+  } else {
+    conv_pack4::pack_blocks(s.rest, kb, weight_at, rest_bias, packed + s.blocks * stride);
   }
 }
 
