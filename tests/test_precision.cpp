@@ -7,19 +7,26 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "core/half.h"
 #include "kernels/f16_arith.h"
 #include "kernels/f16_reference.h"
 #include "kernels/half_kernels.h"
+#include "kernel_test_util.h"
 #include "mat_util.h"
 #include "test_util.h"
 
 namespace {
 
+// Channel by channel: the padding between channels holds whatever the pool left there.
 bool all_halves(const kestrel::Mat& m) {
-  for (size_t i = 0; i < m.total(); ++i) {
-    if (!kestrel::is_exact_half(m.data[i])) return false;
+  const size_t n = static_cast<size_t>(m.w) * m.h * m.d * m.elempack;
+  for (int q = 0; q < (m.dims >= 3 ? m.c : 1); ++q) {
+    const float* p = m.channel(q);
+    for (size_t i = 0; i < n; ++i) {
+      if (!kestrel::is_exact_half(p[i])) return false;
+    }
   }
   return true;
 }
@@ -31,6 +38,33 @@ kestrel::Mat run_blob(const kestrel::Net& net, const kestrel::Mat& in, const cha
   kestrel::Mat out;
   REQUIRE(ex.extract(blob, out).ok());
   return out.clone();
+}
+
+kestrel::Mat rounded(const kestrel::Mat& m) {
+  kestrel::Mat r = m.clone();
+  for (size_t i = 0; i < r.total(); ++i) r.data[i] = kestrel::half_to_float(kestrel::float_to_half(r.data[i]));
+  return r;
+}
+
+// A 5x5 stride-2 stem (3 -> 8 channels, padded) and a 1x1 after it; the stem's weights
+// and bias rounded to halves where `halves`.
+kestrel::ModelBuilder stem_net(bool halves) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  std::vector<float> w(8 * 3 * 5 * 5), bias(8);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  for (std::vector<float>* v : {&w, &bias}) {
+    for (float& x : *v) x = halves ? kestrel::half_to_float(kestrel::float_to_half(x)) : x;
+  }
+  kestrel::ModelBuilder b;
+  b.add_input("data", {3, 19, 23});
+  const uint32_t wi = b.add_weight("a/w", {8, 3, 5, 5}, w);
+  const uint32_t bi = b.add_weight("a/b", {8}, bias);
+  b.add_layer("Convolution", "a", {"data"}, {"a"}, kt::conv_params(8, 5, 2, 2, true), {wi, bi});
+  kt::add_conv(b, "b", "a", 8, 8, 1);
+  b.add_output("b");
+  return b;
 }
 
 }  // namespace
@@ -123,6 +157,47 @@ TEST_SUITE("precision") {
       }
       // The caller's input is read, never rounded in place.
       CHECK(kt::same_bits(in, in_copy));
+    }
+  }
+
+  // Why (net_precision.h, fp32_stem): products of halves are exact in fp32, so the
+  // stem's sums are the same function under any fma or contraction; the ARM fp16
+  // kernels then equal the oracle end to end (test_kernels_f16_binary.cpp).
+  TEST_CASE("precision fp16: the fp32 stem reads its input and weights as halves") {
+    const kestrel::ModelBuilder plain = stem_net(false), halves = stem_net(true);
+    kestrel::Net f32, f32_halves;
+    f32.option().kernels = f32_halves.option().kernels = kestrel::KernelSet::kReference;
+    REQUIRE(kt::load(f32, plain).ok());
+    REQUIRE(kt::load(f32_halves, halves).ok());
+    const kestrel::Mat in = kt::random_input(f32, "data", 31);
+    const kestrel::Mat in_h = rounded(in);
+    // What the test tells apart: at fp32 the input's and the weights' rounding show.
+    REQUIRE_FALSE(kt::same_bits(run_blob(f32, in, "a"), run_blob(f32, in_h, "a")));
+    REQUIRE_FALSE(kt::same_bits(run_blob(f32, in_h, "a"), run_blob(f32_halves, in_h, "a")));
+    const kestrel::Mat want = rounded(run_blob(f32_halves, in_h, "a"));
+    for (kestrel::KernelSet kernels : {kestrel::KernelSet::kReference, kestrel::KernelSet::kFast}) {
+      const bool ref = kernels == kestrel::KernelSet::kReference;
+      INFO(std::string(ref ? "reference" : "fast"));
+      kestrel::Net h;
+      h.option().kernels = kernels;
+      h.option().precision = kestrel::Precision::kFp16;
+      REQUIRE(kt::load(h, plain).ok());
+      for (int threads : {1, 3}) {
+        INFO("threads " << threads);
+        const kestrel::Mat a = run_blob(h, in, "a", threads);
+        // The input is rounded before the stem reads it: its rounded copy gives the same.
+        CHECK(kt::same_bits(a, run_blob(h, in_h, "a", threads)));
+        CHECK(kt::same_bits(run_blob(h, in, "b", threads), run_blob(h, in_h, "b", threads)));
+        // The reference stem is the fp32 reference on halves, its outputs rounded for b.
+        // The fast kernels sum in their own order, and on ARMv8.2 hand the stem's fp32
+        // outputs to b through a conversion (HalfConvert) that rounds them.
+        if (ref) {
+          CHECK(all_halves(a));
+          CHECK(kt::same_bits(a, want));
+        } else {
+          CHECK(kt::relative_error(rounded(a), want) < 2e-3);
+        }
+      }
     }
   }
 

@@ -295,8 +295,9 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
       widen_for_layer(net, *fl, *L.impl, &lc.weights);
       step = "loading parameters and weights";
       L.precision = resolve_precision(net, li, opt);
+      L.half_storage = fp32_stem(net, li, opt);
       Status s;
-      if (L.precision == Precision::kFp16) {
+      if (L.precision == Precision::kFp16 || L.half_storage) {
         step = "rounding weights to halves";
         if (!(s = round_weights_to_half(net, li, &lc.weights)).ok()) return s.with_context(what);
         step = "loading parameters and weights";

@@ -39,6 +39,8 @@ struct NetLayer {
   Precision precision = Precision::kFp32;
   // Reads and writes halves (Layer::set_half, core/net_half.cpp): nothing to round.
   bool half_io = false;
+  // An fp32 layer whose inputs and weights are halves (fp32_stem, core/net_precision.h).
+  bool half_storage = false;
   // The Extractor rounds this layer's outputs to halves (core/net_precision.cpp).
   bool round_outputs = false;
 };

@@ -85,21 +85,25 @@ Precision available(Precision p, const std::string& type) {
 
 }  // namespace
 
+bool fp32_stem(const NetImpl& net, int li, const Option& opt) {
+  const NetLayer& L = net.layers[li];
+  if (opt.precision != Precision::kFp16 || !weighs(L.type) || opt.layer_precision.count(L.name)) return false;
+  for (int b : L.bottoms) {
+    if (raw_input(net, b)) return true;
+  }
+  return false;
+}
+
 Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
   const NetLayer& L = net.layers[li];
   auto it = opt.layer_precision.find(L.name);
   if (it != opt.layer_precision.end()) return available(it->second, L.type);
-  // A layer that weighs the image itself (the stem) computes in fp32 unless named: its
-  // inputs are a camera's values, often 0-255, where one fp16 ulp is 0.125 and an fp16
-  // accumulator rounds every tap; and it is a small part of the work (MobileNet v1: 1.9%
-  // of the multiply-adds). In fp16 it alone added a CenterNet box above the threshold
-  // (bench/precision/RESULTS.md). Its output is rounded to halves where an fp16 layer
-  // reads it, as any fp32 layer's.
-  if (opt.precision == Precision::kFp16 && weighs(L.type)) {
-    for (int b : L.bottoms) {
-      if (raw_input(net, b)) return Precision::kFp32;
-    }
-  }
+  // A layer that weighs the image itself (the stem) accumulates in fp32 unless named:
+  // its inputs are a camera's values, often 0-255, where one fp16 ulp is 0.125 and an
+  // fp16 accumulator rounds every tap; and it is a small part of the work (MobileNet v1:
+  // 1.9% of the multiply-adds). In fp16 it alone added a CenterNet box above the
+  // threshold (bench/precision/RESULTS.md). It still reads and weighs halves (fp32_stem).
+  if (fp32_stem(net, li, opt)) return Precision::kFp32;
   return available(opt.precision, L.type);
 }
 
@@ -131,7 +135,10 @@ Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weig
 void mark_half_inputs(NetImpl& net) {
   net.input_as_half.assign(net.blob_names.size(), 0);
   for (int b : net.inputs) {
-    for (int c : net.consumers[b]) net.input_as_half[b] |= net.layers[c].precision == Precision::kFp16 ? 1 : 0;
+    for (int c : net.consumers[b]) {
+      const NetLayer& L = net.layers[c];
+      net.input_as_half[b] |= L.precision == Precision::kFp16 || L.half_storage ? 1 : 0;
+    }
   }
   // In execution order, which blobs hold halves only: an input kept as a rounded copy,
   // the outputs of fp16 layers and of conversions from halves. An fp16 layer that only
@@ -142,13 +149,15 @@ void mark_half_inputs(NetImpl& net) {
     NetLayer& L = net.layers[li];
     bool all = moves_values(L.type);
     for (int b : L.bottoms) all = all && halves[b];
-    // An fp32 layer whose every reader computes in fp16 (the stem) rounds its outputs for
-    // them, as the HalfConvert in front of fp16 kernels does (core/net_half.cpp), so that
-    // the reference set reads what those kernels read.
+    // An fp32 layer whose every reader reads halves (the stem, for the fp16 layers after
+    // it) rounds its outputs for them, as the HalfConvert in front of fp16 kernels does
+    // (core/net_half.cpp), so that the reference set reads what those kernels read.
     bool feeds_fp16 = L.precision == Precision::kFp32 && L.type != "HalfConvert";
     for (int t : L.tops) {
       feeds_fp16 = feeds_fp16 && !net.is_output[t] && !net.consumers[t].empty();
-      for (int c : net.consumers[t]) feeds_fp16 = feeds_fp16 && net.layers[c].precision == Precision::kFp16;
+      for (int c : net.consumers[t]) {
+        feeds_fp16 = feeds_fp16 && (net.layers[c].precision == Precision::kFp16 || net.layers[c].half_storage);
+      }
     }
     L.round_outputs = (L.precision == Precision::kFp16 && !L.half_io && !all) || feeds_fp16;
     const bool out_halves = L.precision == Precision::kFp16 || L.type == "HalfConvert" || feeds_fp16;

@@ -16,6 +16,16 @@ Status check_precision_overrides(const NetImpl& net, const Option& opt);
 // input's values (the stem: see net_precision.cpp).
 Precision resolve_precision(const NetImpl& net, int li, const Option& opt);
 
+// True for the stem of a network run at Option::precision fp16 (a layer that weighs a
+// network input's values, not named in Option::layer_precision): it accumulates in fp32
+// but reads its input and its weights as halves, like every other layer (fp16
+// storage). Why: a product of two halves (11 significant bits each) is exact in fp32's
+// 24, so an fma and a multiply-then-add give the same bits, and the stem's sums are one
+// function on every CPU and compiler (NEON's fma chains, the reference's separate
+// multiplies and adds, GCC's contraction of either). Its output, rounded to halves for
+// the fp16 layers, is then the oracle's bit for bit.
+bool fp32_stem(const NetImpl& net, int li, const Option& opt);
+
 // Replaces the fp32 weights in `weights` (layer li's, in its order) by copies rounded
 // to halves (F16 weights of the model already are). InvalidArgument naming the weight
 // where a value is NaN, infinite or beyond +-65504.
