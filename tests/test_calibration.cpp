@@ -1,0 +1,150 @@
+// int8 activation calibration (converter/quantize/calibration.h): the three methods'
+// thresholds on distributions whose answer is known, and the edge cases a calibration
+// set can hit (a blob that is always zero, NaN, values beyond the first pass's range).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "quantize/calibration.h"
+
+namespace q = kestrel::quantize;
+
+namespace {
+
+q::AbsHistogram histogram(const std::vector<float>& v) {
+  q::AbsHistogram h;
+  h.observe_max(v.data(), v.size());
+  h.freeze();
+  h.add(v.data(), v.size());
+  return h;
+}
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_SUITE("quantize") {
+  TEST_CASE("calibration: min-max is the largest |x|, nothing clipped") {
+    std::vector<float> v = gaussian(10000, 1);
+    v[17] = -7.25f;
+    const q::AbsHistogram h = histogram(v);
+    CHECK(h.values() == v.size());
+    CHECK(q::threshold(h, q::Method::kMinMax) == 7.25f);
+  }
+
+  TEST_CASE("calibration: the percentile threshold is where that share of |x| lies") {
+    // |x| uniform over 0..1 in steps of 1e-4: the p-th percentile is p / 100, to a bin.
+    std::vector<float> v;
+    for (int i = 1; i <= 10000; ++i) v.push_back((i % 2 ? 1.f : -1.f) * static_cast<float>(i) / 10000.f);
+    const q::AbsHistogram h = histogram(v);
+    const double bin = h.bin_width();
+    for (double p : {50.0, 90.0, 99.0}) {
+      CAPTURE(p);
+      CHECK(std::fabs(q::threshold(h, q::Method::kPercentile, p) - p / 100.0) <= bin + 1e-6);
+    }
+    CHECK(q::threshold(h, q::Method::kPercentile, 100.0) == doctest::Approx(1.0));
+  }
+
+  TEST_CASE("calibration: KL clips a Gaussian's tail and a lone outlier, keeps a uniform's range") {
+    // A Gaussian alone: a few sigma out, at most its largest sample (a thin tail: 2048
+    // bins over 4.5 sigma lose little by keeping it).
+    const std::vector<float> g = gaussian(200000, 2);
+    const q::AbsHistogram hg = histogram(g);
+    const float tg = q::threshold(hg, q::Method::kKl);
+    MESSAGE("Gaussian: max |x| " << hg.max_abs() << ", KL threshold " << tg);
+    CHECK(tg > 2.5f);
+    CHECK(tg < 5.0f);
+    CHECK(tg <= hg.max_abs());
+    // The same with one value of 1000: min-max follows it, KL does not.
+    std::vector<float> o = g;
+    o[5] = 1000.f;
+    const q::AbsHistogram ho = histogram(o);
+    CHECK(q::threshold(ho, q::Method::kMinMax) == 1000.f);
+    // KL keeps at least kLevels bins (here 128 of 2048 over 0..1000: 62.5), so it can
+    // clip no closer than that.
+    CHECK(q::threshold(ho, q::Method::kKl) == doctest::Approx(1000.0 * q::kLevels / q::AbsHistogram::kBins));
+    // Sparse outliers (0.1% of the values spread over 50 sigma, as a few saturated
+    // pixels make): KL clips near the bulk, where min-max spends most levels on them.
+    std::mt19937 mr(5);
+    std::uniform_real_distribution<float> wide(-50.f, 50.f);
+    std::vector<float> mix = gaussian(200000, 6);
+    for (size_t i = 0; i < mix.size(); i += 1000) mix[i] = wide(mr);
+    const q::AbsHistogram hm = histogram(mix);
+    const float tm = q::threshold(hm, q::Method::kKl);
+    MESSAGE("Gaussian + 0.1% outliers: max |x| " << hm.max_abs() << ", KL threshold " << tm);
+    CHECK(tm < 0.25f * hm.max_abs());
+    CHECK(tm > 3.f);
+    // Uniform |x|: every level is used as much as any other; clipping only loses.
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> un(200000);
+    for (float& x : un) x = u(rng);
+    CHECK(q::threshold(histogram(un), q::Method::kKl) > 0.9f);
+  }
+
+  TEST_CASE("calibration: KL divergence per candidate, least where the threshold is") {
+    const q::AbsHistogram h = histogram(gaussian(50000, 4));
+    const std::vector<double> d = q::kl_divergences(h.bins());
+    REQUIRE(d.size() == static_cast<size_t>(q::AbsHistogram::kBins - q::kLevels + 1));
+    size_t best = 0;
+    for (size_t i = 0; i < d.size(); ++i) {
+      CHECK(d[i] >= 0.0);
+      if (d[i] < d[best]) best = i;
+    }
+    CHECK(q::threshold(h, q::Method::kKl) == static_cast<float>((q::kLevels + best) * h.bin_width()));
+    // Keeping every bin is no divergence at all only when nothing is merged: with 2048
+    // bins over 128 levels something always is.
+    CHECK(d.back() > 0.0);
+    CHECK(q::kl_divergences(std::vector<double>(q::kLevels - 1, 1.0)).empty());
+  }
+
+  TEST_CASE("calibration: a blob that is always zero has no threshold; NaN and infinities are counted, not binned") {
+    const std::vector<float> zeros(1000, 0.f);
+    const q::AbsHistogram z = histogram(zeros);
+    for (q::Method m : {q::Method::kMinMax, q::Method::kKl, q::Method::kPercentile}) {
+      CAPTURE(q::method_name(m));
+      CHECK(q::threshold(z, m) == 0.f);
+    }
+    std::vector<float> v = {1.f, -2.f, std::numeric_limits<float>::quiet_NaN(), 0.5f};
+    const q::AbsHistogram h = histogram(v);
+    CHECK(h.nan_count() == 1);
+    CHECK(h.values() == 3);
+    CHECK(q::threshold(h, q::Method::kMinMax) == 2.f);
+    std::vector<float> w = {1.f, std::numeric_limits<float>::infinity()};
+    const q::AbsHistogram hi = histogram(w);
+    CHECK(hi.inf_count() == 1);
+    CHECK(q::threshold(hi, q::Method::kMinMax) == 0.f);  // an infinite range has no scale
+  }
+
+  TEST_CASE("calibration: pass-2 values beyond pass 1's range go to the last bin") {
+    q::AbsHistogram h;
+    const std::vector<float> first = {0.5f, -1.f};
+    h.observe_max(first.data(), first.size());
+    h.freeze();
+    const std::vector<float> second = {3.f, -0.25f};
+    h.add(second.data(), second.size());
+    CHECK(h.bins().back() == 1.0);
+    CHECK(h.values() == 2);
+    CHECK(q::threshold(h, q::Method::kMinMax) == 1.f);
+  }
+
+  TEST_CASE("calibration: method names round-trip, others are refused") {
+    for (q::Method m : {q::Method::kMinMax, q::Method::kKl, q::Method::kPercentile}) {
+      q::Method back = q::Method::kMinMax;
+      CHECK(q::parse_method(q::method_name(m), &back));
+      CHECK(back == m);
+    }
+    q::Method m = q::Method::kKl;
+    CHECK_FALSE(q::parse_method("entropy", &m));
+    CHECK(m == q::Method::kKl);
+  }
+}
