@@ -20,7 +20,7 @@ struct F16Accumulation {
   ActivationSpec act;
   float start(const float* b) const { return b ? *b : 0.f; }
   float add(float acc, float w, float x) const { return f16::fma(w, x, acc); }
-  float finish(float acc, const float*) const { return f16::round(activate(acc, act)); }
+  float finish(float acc, const float*, int) const { return f16::round(activate(acc, act)); }
 };
 
 }  // namespace

@@ -1,0 +1,47 @@
+// int8 quantization (issue 27): the scheme, and the exact integer oracle that the int8
+// kernels (SDOT, SMLAL, VNNI, vpmaddubsw) are held to bit for bit.
+//
+// Symmetric, zero point 0, values in [-127, 127] (ncnn's and TensorRT's scheme; -128 is
+// never produced, so negating a value or a weight cannot overflow):
+// - an activation tensor has one scale, written by kestrel-quantize:
+//   q = sat(rne(x * scale)), rne rounding half to even (what cvtps2dq and FCVTNS do in
+//   the default rounding mode), NaN to 0;
+// - a convolution's weights have one scale per output channel, 127 / max |w| over the
+//   channel (1 for a channel of zeros), so each channel uses the whole range;
+// - a convolution sums q_in * q_w exactly in int32, then per output channel oc
+//   y = float(sum) * dequant[oc] + bias[oc], dequant[oc] = 1 / (in_scale * w_scale[oc]),
+//   as a multiply and then an add (two roundings, no fma: the kernels do the same), its
+//   activation in fp32 (activate), and stores y (an fp32 output) or sat(rne(y *
+//   out_scale)) (an int8 output: out_scale is the reading layer's input scale).
+// Sums of up to kMaxProducts products cannot overflow int32 (127 * 127 * 133,144 <
+// 2^31); a layer with more input taps per output stays fp32.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/conv_kernels.h"
+#include "kernels/kernel_context.h"
+
+namespace kestrel::kernels {
+
+constexpr int kI8Max = 127;
+constexpr size_t kMaxProducts = 133144;
+
+// sat(rne(x * scale)).
+int8_t quantize_i8(float x, float scale);
+void quantize_i8(const float* x, int8_t* q, size_t n, float scale);
+
+// Per output channel of `rows` rows of `n` weights: scales[r] = 127 / max |w| (1 for a
+// row of zeros) and q = quantize_i8(w, scales[r]).
+void quantize_rows_i8(const float* w, size_t rows, size_t n, int8_t* q, float* scales);
+
+// The int8 convolution oracle on planar operands (channel c at in + c * in_cstep
+// bytes), the padding reading zeros; `dequant` has out_c entries, `bias` out_c or
+// nullptr; g.act is applied in fp32. out_scale > 0: int8 outputs (out_i8), else fp32
+// outputs (out_f32). Threads split output channels, so the result does not depend on
+// num_threads.
+void conv_reference_i8(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias,
+                       const int8_t* in, size_t in_cstep, float out_scale, int8_t* out_i8, float* out_f32,
+                       size_t out_cstep, int num_threads);
+
+}  // namespace kestrel::kernels

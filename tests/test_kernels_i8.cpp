@@ -1,0 +1,173 @@
+// The int8 oracle (kernels/i8_reference.h): quantization's rounding and saturation, the
+// per-channel weight scales, and the convolution against independent computations:
+// exact integer sums (a naive int64 loop), the dequantized fp32 convolution, and the
+// int8 output as the quantized fp32 output; on the usual edge shapes, 1 and 4 threads.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/conv_kernels.h"
+#include "kernels/i8_reference.h"
+
+namespace k = kestrel::kernels;
+
+namespace {
+
+struct Case {
+  int in_c, out_c, group, h, w, kh, stride, pad;
+};
+
+k::ConvGeometry geometry(const Case& c) {
+  k::ConvGeometry g;
+  g.in_c = c.in_c, g.out_c = c.out_c, g.group = c.group;
+  g.in_h = c.h, g.in_w = c.w, g.kh = g.kw = c.kh, g.sh = g.sw = c.stride;
+  g.pad_top = g.pad_left = c.pad;
+  g.out_h = (c.h + 2 * c.pad - c.kh) / c.stride + 1;
+  g.out_w = (c.w + 2 * c.pad - c.kh) / c.stride + 1;
+  g.bias = true;
+  return g;
+}
+
+// The products' exact sum for output (oc, oy, ox), by the definition (zeros in the
+// padding), in int64.
+int64_t naive_sum(const k::ConvGeometry& g, const std::vector<int8_t>& w, const std::vector<int8_t>& in, int oc,
+                  int oy, int ox) {
+  const int ipg = g.in_c / g.group, opg = g.out_c / g.group;
+  int64_t s = 0;
+  for (int ic = 0; ic < ipg; ++ic) {
+    const int c = oc / opg * ipg + ic;
+    for (int ky = 0; ky < g.kh; ++ky) {
+      for (int kx = 0; kx < g.kw; ++kx) {
+        const int y = oy * g.sh - g.pad_top + ky, x = ox * g.sw - g.pad_left + kx;
+        if (y < 0 || y >= g.in_h || x < 0 || x >= g.in_w) continue;
+        s += int64_t{w[((size_t(oc) * ipg + ic) * g.kh + ky) * g.kw + kx]} * in[(size_t(c) * g.in_h + y) * g.in_w + x];
+      }
+    }
+  }
+  return s;
+}
+
+const Case kCases[] = {
+    {3, 8, 1, 17, 13, 3, 2, 1},   // a stem: 3 channels, stride 2, padded
+    {16, 24, 1, 7, 9, 1, 1, 0},   // 1x1
+    {12, 12, 12, 11, 5, 3, 1, 1}, // depthwise, channels not a multiple of 8
+    {10, 10, 10, 9, 16, 3, 2, 1}, // depthwise stride 2
+    {8, 6, 2, 5, 7, 3, 1, 1},     // grouped
+    {20, 9, 1, 1, 1, 1, 1, 0},    // 1x1 spatial
+    {5, 7, 1, 6, 17, 5, 1, 2},    // 5x5, width 17
+    {3, 4, 1, 4, 1, 3, 2, 1},     // width 1
+};
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("int8 quantization: round half to even, saturation at +-127, NaN to 0") {
+    CHECK(k::quantize_i8(2.5f, 1.f) == 2);
+    CHECK(k::quantize_i8(3.5f, 1.f) == 4);
+    CHECK(k::quantize_i8(-2.5f, 1.f) == -2);
+    CHECK(k::quantize_i8(-0.5f, 1.f) == 0);
+    CHECK(k::quantize_i8(0.26f, 10.f) == 3);
+    CHECK(k::quantize_i8(126.5f, 1.f) == 126);
+    CHECK(k::quantize_i8(127.6f, 1.f) == 127);
+    CHECK(k::quantize_i8(1e30f, 1.f) == 127);
+    CHECK(k::quantize_i8(-200.f, 1.f) == -127);
+    CHECK(k::quantize_i8(-std::numeric_limits<float>::infinity(), 1.f) == -127);
+    CHECK(k::quantize_i8(std::numeric_limits<float>::quiet_NaN(), 1.f) == 0);
+  }
+
+  TEST_CASE("int8 weights: one scale per output channel, its largest |w| at +-127") {
+    const std::vector<float> w = {0.5f, -1.f, 0.25f, 0.f, 0.f, 0.f, 3.f, 1.5f, -0.75f};
+    std::vector<int8_t> q(w.size());
+    std::vector<float> s(3);
+    k::quantize_rows_i8(w.data(), 3, 3, q.data(), s.data());
+    CHECK(s[0] == 127.f);
+    CHECK(s[1] == 1.f);  // a channel of zeros
+    CHECK(s[2] == doctest::Approx(127.f / 3.f));
+    CHECK(q == std::vector<int8_t>{64, -127, 32, 0, 0, 0, 127, 64, -32});  // 63.5 -> 64, 31.75 -> 32
+  }
+
+  TEST_CASE("int8 convolution oracle: exact sums, the dequantized fp32 result, int8 outputs, any thread count") {
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> q8(-127, 127);
+    std::uniform_real_distribution<float> u(0.5f, 2.f);
+    for (const Case& c : kCases) {
+      const k::ConvGeometry g = geometry(c);
+      CAPTURE(c.in_c);
+      CAPTURE(c.out_c);
+      CAPTURE(c.group);
+      CAPTURE(c.kh);
+      CAPTURE(c.stride);
+      const size_t taps = size_t(g.in_c / g.group) * g.kh * g.kw;
+      std::vector<int8_t> w(size_t(g.out_c) * taps), in(size_t(g.in_c) * g.in_h * g.in_w);
+      for (auto& v : w) v = static_cast<int8_t>(q8(rng));
+      for (auto& v : in) v = static_cast<int8_t>(q8(rng));
+      const size_t plane = size_t(g.out_h) * g.out_w;
+      const size_t in_cstep = size_t(g.in_h) * g.in_w;
+
+      // 1. dequant 1, bias 0, no activation, fp32 out: the exact integer sums (below 2^24
+      //    here, so exact as floats).
+      std::vector<float> ones(g.out_c, 1.f), zeros(g.out_c, 0.f), sums(g.out_c * plane);
+      k::conv_reference_i8(g, w.data(), ones.data(), zeros.data(), in.data(), in_cstep, 0.f, nullptr, sums.data(),
+                           plane, 1);
+      for (int oc = 0; oc < g.out_c; ++oc) {
+        for (int oy = 0; oy < g.out_h; ++oy) {
+          for (int ox = 0; ox < g.out_w; ++ox) {
+            const int64_t want = naive_sum(g, w, in, oc, oy, ox);
+            REQUIRE(sums[oc * plane + size_t(oy) * g.out_w + ox] == static_cast<float>(want));
+          }
+        }
+      }
+
+      // 2. Scales and a ReLU6: the fp32 convolution of the dequantized operands, to
+      //    fp32's rounding.
+      const float in_scale = 40.f;
+      std::vector<float> w_scale(g.out_c), dequant(g.out_c), bias(g.out_c);
+      for (int oc = 0; oc < g.out_c; ++oc) {
+        w_scale[oc] = 100.f * u(rng);
+        dequant[oc] = 1.f / (in_scale * w_scale[oc]);
+        bias[oc] = u(rng) - 1.25f;
+      }
+      k::ConvGeometry ga = g;
+      ga.act.type = kestrel::fb::ActivationType::Clip;
+      ga.act.alpha = 0.f, ga.act.beta = 6.f;
+      std::vector<float> wf(w.size()), inf(in.size()), ref(g.out_c * plane), got(g.out_c * plane);
+      for (size_t i = 0; i < w.size(); ++i) wf[i] = w[i] / w_scale[i / taps];
+      for (size_t i = 0; i < in.size(); ++i) inf[i] = in[i] / in_scale;
+      k::conv_reference(ga, wf.data(), bias.data(), inf.data(), in_cstep, ref.data(), plane, 1);
+      k::conv_reference_i8(ga, w.data(), dequant.data(), bias.data(), in.data(), in_cstep, 0.f, nullptr, got.data(),
+                           plane, 1);
+      for (size_t i = 0; i < ref.size(); ++i) REQUIRE(std::fabs(got[i] - ref[i]) <= 1e-4f * (1.f + std::fabs(ref[i])));
+
+      // 3. int8 outputs are the fp32 outputs quantized, at 1 and 4 threads alike.
+      const float out_scale = 20.f;
+      for (int threads : {1, 4}) {
+        CAPTURE(threads);
+        std::vector<int8_t> q(g.out_c * plane);
+        k::conv_reference_i8(ga, w.data(), dequant.data(), bias.data(), in.data(), in_cstep, out_scale, q.data(),
+                             nullptr, plane, threads);
+        for (size_t i = 0; i < q.size(); ++i) REQUIRE(q[i] == k::quantize_i8(got[i], out_scale));
+        std::vector<float> again(g.out_c * plane);
+        k::conv_reference_i8(ga, w.data(), dequant.data(), bias.data(), in.data(), in_cstep, 0.f, nullptr,
+                             again.data(), plane, threads);
+        CHECK(std::memcmp(again.data(), got.data(), got.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+
+  TEST_CASE("int8 convolution oracle: the largest sums fit in int32") {
+    // kMaxProducts products of 127 * -127 each: the most negative sum the scheme allows.
+    k::ConvGeometry g;
+    g.in_c = static_cast<int>(k::kMaxProducts), g.out_c = 1, g.in_h = g.in_w = 1, g.out_h = g.out_w = 1;
+    std::vector<int8_t> w(k::kMaxProducts, 127), in(k::kMaxProducts, -127);
+    const float one = 1.f, zero = 0.f;
+    float out = 0.f;
+    k::conv_reference_i8(g, w.data(), &one, &zero, in.data(), 1, 0.f, nullptr, &out, 1, 1);
+    CHECK(out == static_cast<float>(int64_t{-127} * 127 * static_cast<int64_t>(k::kMaxProducts)));
+    CHECK(int64_t{127} * 127 * static_cast<int64_t>(k::kMaxProducts) <= std::numeric_limits<int32_t>::max());
+  }
+}
