@@ -162,4 +162,54 @@ TEST_SUITE("format") {
     CHECK_FALSE(kt::load_bytes(net, junk).ok());
     CHECK(kt::same_bits(before, run(net, in, "f")));
   }
+
+  TEST_CASE("int8 calibration in the file: scales per blob, the scheme's version; bad ones refused by name") {
+    const auto with = [](float scale, uint32_t version) {
+      kestrel::ModelBuilder b = kt::branch_net();
+      for (auto& blob : b.model().blobs) {
+        if (blob->name == "a") blob->int8_scale = scale;
+      }
+      if (version > 0) {
+        b.model().quantization = std::make_unique<kestrel::fb::QuantizationT>();
+        b.model().quantization->scheme_version = version;
+        b.model().quantization->method = "kl";
+      }
+      return b;
+    };
+    kestrel::Net net;
+    REQUIRE(kt::load(net, kt::branch_net()).ok());
+    const kestrel::Mat in = kt::random_input(net, "data", 6);
+    const kestrel::Mat before = run(net, in, "f");
+    {
+      kestrel::Net q;
+      REQUIRE(kt::load(q, with(12.5f, 1)).ok());
+      CHECK(kt::same_bits(before, run(q, in, "f")));  // fp32 runs as before
+      // The fields survive the round trip through the file.
+      const std::vector<uint8_t> bytes = with(12.5f, 1).serialize();
+      const kestrel::fb::Model* m = kestrel::fb::GetModel(bytes.data());
+      REQUIRE(m->quantization() != nullptr);
+      CHECK(m->quantization()->scheme_version() == 1);
+      CHECK(m->quantization()->method()->str() == "kl");
+      bool found = false;
+      for (const kestrel::fb::Blob* blob : *m->blobs()) found = found || (blob->name()->str() == "a" && blob->int8_scale() == 12.5f);
+      CHECK(found);
+    }
+    const float bad[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), -1.f};
+    for (float scale : bad) {
+      CAPTURE(scale);
+      const kestrel::Status s = kt::load(net, with(scale, 1));
+      CHECK(s.code() == kestrel::ErrorCode::kCorruptModel);
+      CHECK(s.message().find("blob 'a' has int8 scale") != std::string::npos);
+    }
+    for (uint32_t version : {2u, 0u}) {
+      kestrel::ModelBuilder b = with(1.f, 1);
+      b.model().quantization->scheme_version = version;
+      const kestrel::Status s = kt::load(net, b);
+      CAPTURE(s.message());
+      CHECK(s.code() == kestrel::ErrorCode::kUnsupported);
+      CHECK(s.message().find("int8 scheme version " + std::to_string(version)) != std::string::npos);
+    }
+    // Every refusal kept the model loaded before.
+    CHECK(kt::same_bits(before, run(net, in, "f")));
+  }
 }

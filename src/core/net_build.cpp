@@ -1,6 +1,7 @@
 // Net load: verify the untrusted bytes, check the graph, prepare layers, plan memory.
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <queue>
 #include <string>
 
@@ -74,6 +75,11 @@ Status read_blobs(NetImpl& net) {
     const std::string name = m.blobs()->Get(i)->name()->str();
     if (!net.blob_index.emplace(name, static_cast<int>(i)).second) {
       return corrupt("blob name '" + name + "' is used twice");
+    }
+    const float scale = m.blobs()->Get(i)->int8_scale();
+    if (!std::isfinite(scale) || scale < 0.f) {
+      return corrupt("blob '" + name + "' has int8 scale " + std::to_string(scale) +
+                     " (a calibrated scale is finite and above 0; 0 means none)");
     }
     net.blob_names[i] = name;
   }
@@ -489,6 +495,13 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
     return Status(ErrorCode::kUnsupported, "model format version " + std::to_string(net.model->format_version()) +
                                                " is not supported (this Kestrel reads version " +
                                                std::to_string(kFormatVersion) + ")");
+  }
+  if (const fb::Quantization* q = net.model->quantization()) {
+    if (q->scheme_version() == 0 || q->scheme_version() > kInt8SchemeVersion) {
+      return Status(ErrorCode::kUnsupported, "int8 scheme version " + std::to_string(q->scheme_version()) +
+                                                 " is not supported (this Kestrel implements version " +
+                                                 std::to_string(kInt8SchemeVersion) + ")");
+    }
   }
   std::vector<WeightView> weights;
   // Each step names itself if a container runs out of memory (prepare_layers names

@@ -20,6 +20,8 @@
 namespace kestrel {
 
 constexpr uint32_t kFormatVersion = 1;
+// The int8 scheme this Kestrel implements (fb::Quantization::scheme_version).
+constexpr uint32_t kInt8SchemeVersion = 1;
 // A feature map larger than this is taken as a corrupt shape, not a real network
 // (half the address space on 32-bit targets).
 constexpr size_t kMaxBlobBytes = static_cast<size_t>(std::min<uint64_t>(uint64_t{1} << 40, SIZE_MAX / 2));
