@@ -560,7 +560,9 @@ TEST_CASE("fp16 binary: residual adds of an fp16 net run on halves, equal to the
 // The stem stays fp32 (3x3 and 5x5): on halves, so its fma chains equal the oracle's
 // separate multiplies and adds (net_precision.h, fp32_stem).
 TEST_CASE("fp16 binary: a residual add in place on large planes, only the output extracted") {
-  for (auto [hw, k] : {std::pair{128, 3}, std::pair{20, 3}, std::pair{20, 5}, std::pair{37, 7}}) {
+  for (const std::pair<int, int>& size : {std::pair{128, 3}, std::pair{20, 3}, std::pair{20, 5}, std::pair{37, 7}}) {
+    // Named copies: clang's C++17 lambdas (CAPTURE) cannot capture structured bindings.
+    const int hw = size.first, k = size.second;
     CAPTURE(hw);
     CAPTURE(k);
     kestrel::ModelBuilder b;
