@@ -11,6 +11,7 @@
 #include "conv_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/conv_kernels.h"
+#include "kernels/elementwise_kernels.h"
 #include "kestrel/model_zoo.h"
 #include "mat_util.h"
 #include "test_util.h"
@@ -129,10 +130,14 @@ TEST_SUITE("kernels") {
       bool bias;
     };
     const Case cases[] = {
-        {128, 32, 1, 1, Act::ReLU, true},    {129, 17, 3, 4, Act::None, true},
-        {131, 1, 1, 13, Act::Clip, false},   {128, 33, 12, 1, Act::LeakyReLU, true},
+        {128, 32, 1, 1, Act::ReLU, true},    {129, 37, 3, 4, Act::None, true},
+        {131, 35, 1, 13, Act::Clip, false},  {128, 33, 12, 1, Act::LeakyReLU, true},
         {160, 64, 7, 7, Act::Sigmoid, true}, {256, 100, 5, 5, Act::ReLU, true},
-        {144, 48, 14, 14, Act::Clip, true},  {512, 16, 2, 23, Act::None, false},
+        {144, 48, 14, 14, Act::Clip, true},  {512, 47, 2, 23, Act::None, false},
+        {130, 40, 17, 15, Act::ReLU, true},
+        // Maps of many chunks of pixel groups (kChunkBytes), streamed through each
+        // thread's scratch, the last chunk and group short.
+        {1024, 48, 31, 33, Act::Clip, true},  {1025, 33, 31, 33, Act::None, true},
     };
     std::mt19937 rng(37);
     std::map<std::string, int> tested;
@@ -143,8 +148,19 @@ TEST_SUITE("kernels") {
       REQUIRE(want.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
       kt::fill_random(in, rng, -2.f, 2.f);
       const auto w = kt::random_vector(size_t(g.out_c) * g.in_c, rng), b = kt::random_vector(g.out_c, rng);
-      kestrel::kernels::conv_reference_bf16(g, w.data(), g.bias ? b.data() : nullptr, in.data, in.cstep, want.data,
-                                            want.cstep, 1);
+      // ReLU, LeakyReLU and Clip are the oracle's bit for bit; the exp-based ones are the
+      // ISA's activation kernel on the oracle's sums (the kernels' epilogue runs it).
+      const bool vector_act = c.act == Act::Sigmoid;
+      ConvGeometry sums = g;
+      if (vector_act) sums.act = kestrel::ActivationSpec();
+      kestrel::kernels::conv_reference_bf16(sums, w.data(), g.bias ? b.data() : nullptr, in.data, in.cstep,
+                                            want.data, want.cstep, 1);
+      if (vector_act) {
+        const auto* act = kestrel::kernels::select_activation_kernel(g.act, kestrel::kernels::active_isa());
+        REQUIRE(act);
+        const size_t plane = size_t(g.out_h) * g.out_w;
+        for (int q = 0; q < g.out_c; ++q) act->run(g.act, want.channel(q), want.channel(q), plane);
+      }
       for (const ConvKernel* k : bf16) {
         for (int in_pack : {1, k->blocked_lanes}) {
           for (int out_pack : {1, k->blocked_lanes}) {
@@ -166,8 +182,10 @@ TEST_SUITE("kernels") {
         ConvGeometry off = g;
         off.bf16 = false;
         CHECK_FALSE(k->supports(off));
-        ConvGeometry narrow = pointwise(kestrel::kernels::kBf16MinInputs - 1, 8, 2, 2, Act::None, true);
+        ConvGeometry narrow = pointwise(kestrel::kernels::kBf16MinInputs - 1, 64, 2, 2, Act::None, true);
         CHECK_FALSE(k->supports(narrow));
+        ConvGeometry few = pointwise(256, kestrel::kernels::kBf16MinOutputs - 1, 2, 2, Act::None, true);
+        CHECK_FALSE(k->supports(few));
       }
     }
     for (const ConvKernel* k : bf16) CHECK_MESSAGE(tested[k->name] > 0, k->name);

@@ -49,6 +49,8 @@ struct Args {
   bool insn_marks = false;
   std::string json;          // write the results here too
   std::string memory_trace;  // CSV of bytes after every layer of 3 fresh inferences
+  bool against = false;      // --against: a second Net at against_precision, interleaved
+  kestrel::Precision against_precision = kestrel::Precision::kFp32;
 };
 
 const char* kUsage =
@@ -58,6 +60,7 @@ const char* kUsage =
     "                     [--layer-precision NAME=fp32|fp16|bf16 ...]\n"
     "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
     "                     [--json OUT.json] [--memory-trace OUT.csv] [--insn-marks]\n"
+    "                     [--against fp32|fp16|bf16]\n"
     "Inputs not given as .npy are seeded uniform random in [-1, 1]. Latency is the wall\n"
     "time of input + extract of every output, per inference, after the warm-up runs.\n"
     "--shape prepares an input for another shape (C,H,W or 1,C,H,W). --profile then runs\n"
@@ -66,7 +69,10 @@ const char* kUsage =
     "feature-map bytes in use and held after every layer of three inferences of a fresh\n"
     "Extractor (the paper's Figure 7). --insn-marks calls kestrel_insn_mark() before each\n"
     "inference and after every layer of the warm-up and timed loops, and lists the layers\n"
-    "in the order of their marks (bench/arm/insn_count.py counts instructions between them).\n";
+    "in the order of their marks (bench/arm/insn_count.py counts instructions between them).\n"
+    "--against P loads the model a second time at precision P (no --layer-precision) and\n"
+    "times the two in alternation, one inference each (A B, then B A), so that the host's\n"
+    "slow spells fall on both alike: each one's median and the median of the pairs' B / A.\n";
 
 // "C,H,W" or "1,C,H,W" (the batch of one that kestrel-convert's --input-shape takes).
 bool parse_shape(const std::string& v, kestrel::Shape* shape) {
@@ -130,6 +136,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->kernels = v == "ref" ? kestrel::KernelSet::kReference : kestrel::KernelSet::kFast;
     } else if (f == "--precision" && kestrel_tools::parse_precision(v, &a->precision.precision)) {
     } else if (f == "--layer-precision" && kestrel_tools::parse_layer_precision(v, &a->precision)) {
+    } else if (f == "--against" && kestrel_tools::parse_precision(v, &a->against_precision)) {
+      a->against = true;
     } else {
       std::fprintf(stderr, "kestrel-bench: bad option %s %s\n", f.c_str(), v.c_str());
       return false;
@@ -231,6 +239,15 @@ class Bench {
     std::sort(ms_.begin(), ms_.end());
     return true;
   }
+
+  // One inference's wall time in ms, or a negative value on failure.
+  double timed_inference(kestrel::Extractor& ex) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!infer(ex)) return -1;
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  kestrel::Extractor create_extractor() const { return net_.create_extractor(); }
 
   // The same loops again, with an observer timing every layer.
   bool profile_loops() {
@@ -473,6 +490,31 @@ bool Bench::write_json() const {
   return true;
 }
 
+// --against: `a` and `b` in alternation, one inference each, the order swapped every
+// pair; prints each one's median and the median of the pairs' b / a.
+bool paired(Bench& a, Bench& b, const Args& args) {
+  kestrel::Extractor ea = a.create_extractor(), eb = b.create_extractor();
+  for (int i = 0; i < args.warmup; ++i) {
+    if (a.timed_inference(ea) < 0 || b.timed_inference(eb) < 0) return false;
+  }
+  std::vector<double> ma, mb, ratio;
+  for (int i = 0; i < args.loops; ++i) {
+    const double first = i % 2 ? b.timed_inference(eb) : a.timed_inference(ea);
+    const double second = i % 2 ? a.timed_inference(ea) : b.timed_inference(eb);
+    if (first < 0 || second < 0) return false;
+    ma.push_back(i % 2 ? second : first);
+    mb.push_back(i % 2 ? first : second);
+    ratio.push_back(mb.back() / ma.back());
+  }
+  const size_t faster = std::count_if(ratio.begin(), ratio.end(), [](double r) { return r < 1; });
+  std::printf("paired ms        %s median %.2f  %s median %.2f  pairs: median %s / %s %.3f, %s faster in %zu of %zu\n",
+              kestrel_tools::precision_name(args.precision.precision), median(ma),
+              kestrel_tools::precision_name(args.against_precision), median(mb),
+              kestrel_tools::precision_name(args.against_precision), kestrel_tools::precision_name(args.precision.precision),
+              median(ratio), kestrel_tools::precision_name(args.against_precision), faster, ratio.size());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -484,6 +526,14 @@ int main(int argc, char** argv) {
   Bench b(a);
   if (!b.load()) return 1;
   if (!a.memory_trace.empty() && !b.trace_memory()) return 1;
+  if (a.against) {
+    Args other = a;
+    other.precision = kestrel::Option();
+    other.precision.precision = a.against_precision;
+    Bench against(other);
+    if (!against.load() || !paired(b, against, a)) return 1;
+    return 0;
+  }
   if (!b.time_loops()) return 1;
   if (a.profile && !b.profile_loops()) return 1;
   b.print();

@@ -16,6 +16,10 @@ inline bool parse_precision(const std::string& v, kestrel::Precision* p) {
   return false;
 }
 
+inline const char* precision_name(kestrel::Precision p) {
+  return p == kestrel::Precision::kFp16 ? "fp16" : p == kestrel::Precision::kBf16 ? "bf16" : "fp32";
+}
+
 // "NAME=fp16" into o->layer_precision; false when malformed.
 inline bool parse_layer_precision(const std::string& v, kestrel::Option* o) {
   const size_t eq = v.rfind('=');

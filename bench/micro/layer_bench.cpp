@@ -133,6 +133,10 @@ void time_layer(benchmark::State& state, double flops, int threads, const std::f
 
 void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, int threads) {
   ConvGeometry g = planar;
+  // KESTREL_BENCH_BF16=1 asks for bf16 arithmetic (Precision::kBf16) on the layers it
+  // takes (kernels::bf16_pointwise), as the Net would.
+  const char* bf16 = opt ? std::getenv("KESTREL_BENCH_BF16") : nullptr;
+  g.bf16 = bf16 && std::string(bf16) == "1" && kestrel::kernels::bf16_pointwise(g);
   std::mt19937 rng(20261122u + unsigned(g.in_c * 131 + g.out_c * 7 + g.in_h));
   const ConvKernel* k = opt ? kestrel::kernels::select_conv_kernel(g, kestrel::kernels::active_isa()) : nullptr;
   // KESTREL_BENCH_BLOCKED gives a kernel that takes blocked operands (Option::
@@ -143,25 +147,25 @@ void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, i
   if (blocked && !*blocked) blocked = nullptr;
   auto with_blocks = [&](const ConvKernel* c) {
     const int w = c->blocked_lanes;
-    if (!blocked || w == 0) return planar;
+    if (!blocked || w == 0) return g;
     const std::string side = blocked;
     std::vector<std::pair<int, int>> tries = {{w, w}, {w, 1}, {1, w}};
     if (side == "in") tries = {{w, 1}};
     if (side == "out") tries = {{1, w}};
     for (const auto& [in_pack, out_pack] : tries) {
-      ConvGeometry t = planar;
+      ConvGeometry t = g;
       t.in_pack = in_pack;
       t.out_pack = out_pack;
       if (c->supports(t)) return t;
     }
-    return planar;
+    return g;
   };
   // KESTREL_BENCH_KERNEL=name times that kernel wherever it claims the geometry (in the
   // layouts KESTREL_BENCH_BLOCKED asks for), to compare kernels side by side before
   // choosing which claims what.
   if (const char* want = opt ? std::getenv("KESTREL_BENCH_KERNEL") : nullptr) {
     for (const ConvKernel* c : kestrel::kernels::conv_kernels()) {
-      if (std::string(c->name) == want && (c->supports(planar) || c->supports(with_blocks(c)))) k = c;
+      if (std::string(c->name) == want && (c->supports(g) || c->supports(with_blocks(c)))) k = c;
     }
   } else if (blocked && opt) {
     // The kernel the registry picks for the blocked layouts, where one takes them.
@@ -175,8 +179,10 @@ void bench_conv(benchmark::State& state, const ConvGeometry& planar, bool opt, i
     }
   }
   if (k) g = with_blocks(k);
-  const size_t in_plane = size_t(g.in_h) * g.in_w * g.in_pack, out_plane = size_t(g.out_h) * g.out_w * g.out_pack;
-  const size_t in_cstep = align_floats(in_plane), out_cstep = align_floats(out_plane);
+  const size_t in_plane = size_t(g.in_h) * g.in_w * g.in_pack;
+  // The channel strides a Net's maps have (Shape::cstep pads those that alias in the caches).
+  const size_t in_cstep = kestrel::Shape::make3(g.in_w * g.in_pack, g.in_h, 1).cstep();
+  const size_t out_cstep = kestrel::Shape::make3(g.out_w * g.out_pack, g.out_h, 1).cstep();
   const int in_planes = g.in_c / g.in_pack, out_planes = g.out_c / g.out_pack;
   AlignedFloats in(in_cstep * in_planes), out(out_cstep * out_planes);
   for (int c = 0; c < in_planes; ++c) fill_random(in.data() + c * in_cstep, in_plane, rng);
@@ -289,7 +295,11 @@ void register_all() {
     int hw, c, out_c;
   };
   for (const Pw& p : {Pw{112, 32, 64}, Pw{56, 64, 128}, Pw{56, 128, 128}, Pw{28, 128, 256}, Pw{28, 256, 256},
-                      Pw{14, 256, 512}, Pw{14, 512, 512}, Pw{7, 512, 1024}, Pw{7, 1024, 1024}}) {
+                      Pw{14, 256, 512}, Pw{14, 512, 512}, Pw{7, 512, 1024}, Pw{7, 1024, 1024},
+                      // CenterNet's MobileNet v3 at 512: trunk, neck and its 128x128 heads.
+                      Pw{32, 256, 96}, Pw{16, 720, 120}, Pw{64, 192, 64}, Pw{128, 128, 80}, Pw{128, 128, 4},
+                      // MobileNet v2's narrow projections.
+                      Pw{56, 144, 24}, Pw{28, 144, 32}, Pw{14, 384, 64}}) {
     register_conv("conv1x1", whc(p.hw, p.hw, p.c) + "-" + std::to_string(p.out_c),
                   conv_geometry(p.hw, p.hw, p.c, p.out_c, 1, 1, 0, false));
   }

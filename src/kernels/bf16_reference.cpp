@@ -26,7 +26,8 @@ float from_bf16(uint16_t h) {
 
 bool bf16_pointwise(const ConvGeometry& g) {
   return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.group == 1 &&
-         g.pad_top == 0 && g.pad_left == 0 && g.out_h == g.in_h && g.out_w == g.in_w && g.in_c >= kBf16MinInputs;
+         g.pad_top == 0 && g.pad_left == 0 && g.out_h == g.in_h && g.out_w == g.in_w && g.in_c >= kBf16MinInputs &&
+         g.out_c >= kBf16MinOutputs;
 }
 
 namespace {

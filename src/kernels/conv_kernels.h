@@ -89,7 +89,8 @@ struct ConvKernel {
   // bf16 arithmetic on fp32 operands: inputs and weights rounded to bf16, pairs of
   // products summed in fp32 (vdpbf16ps). Claims only bf16_pointwise() geometries with
   // ConvGeometry::bf16, run only where the CPU has Feature::kBf16; results equal
-  // conv_reference_bf16's bit for bit.
+  // conv_reference_bf16's bit for bit, but for the exp- and erf-based activations, which
+  // are the ISA's activation kernel on its sums.
   bool bf16 = false;
 };
 
@@ -102,11 +103,14 @@ const std::vector<const ConvKernel*>& conv_kernels();
 const ConvKernel* select_conv_kernel(const ConvGeometry& g, Isa isa);
 
 // The convolutions that bf16 arithmetic takes at kBf16: 1x1, stride 1, unpadded, one
-// group, with at least kBf16MinInputs input channels. Below that the fp32 kernels were
-// as fast (MobileNet v1's 32- and 64-channel 1x1 layers ran 0.8x as fast in bf16:
-// bench/bf16/RESULTS.md). Decided by the geometry alone, so the reference set's bf16
-// oracle takes the same layers on every CPU.
+// group, with at least kBf16MinInputs input channels and kBf16MinOutputs outputs. Below
+// those the fp32 kernels were as fast or faster (bench/bf16/RESULTS.md): MobileNet v1's
+// 32- and 64-channel inputs ran 0.8x as fast in bf16; the bf16 kernel's 32-channel panel
+// wastes most of itself on fewer outputs (CenterNet's 4-channel head ran 3x slower,
+// MobileNet v2's 24-channel projections even). Decided by the geometry alone, so the
+// reference set's bf16 oracle takes the same layers on every CPU.
 constexpr int kBf16MinInputs = 128;
+constexpr int kBf16MinOutputs = 32;
 bool bf16_pointwise(const ConvGeometry& g);
 
 // The bf16 oracle of those layers: each input and weight rounded to bf16 (round to

@@ -8,9 +8,11 @@
 //   packed weights  [panel][K / 2][32] dwords, each the bf16 pair (w[2q], w[2q + 1]) of
 //                   one output channel (the low half w[2q]), then the bias as fp32
 //                   [panel][32]; missing channels and an odd K's last half are zero
-//   pixel groups    the input rounded to bf16 pairs in thread 0's scratch: groups of 12
-//                   pixels, each [K / 2][12] dwords, the last [K / 2][rest]
-// Threads first convert a share of the input each, then split the (panel, group) pairs.
+//   pixel groups    the input rounded to bf16 pairs: groups of 12 pixels, each
+//                   [K / 2][12] dwords, the last [K / 2][rest]; the whole map's in
+//                   thread 0's scratch, or a chunk of them in each thread's (streamed)
+// Threads convert a share of the groups each, then split the (panel, group) pairs; a
+// large map's chunks are converted and used by one thread each (run_streamed).
 // Every output is the same chain whatever the thread count: conv_reference_bf16's.
 #include <omp.h>
 
@@ -77,25 +79,37 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// Per-thread scratch is there in every caller (the fused layers' bands included), so
-// thread 0's holds the pixel groups; the others' room goes unused.
-size_t workspace_per_thread_bytes(const ConvGeometry& g) {
-  const Plan p = plan_of(g);
-  return p.kp * p.pixels * sizeof(uint32_t);
-}
-
 // Where pixel j of group gi lies for pair q: groups are [kp][np], np = NP or the rest.
 KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) { return groups + gi * NP * p.kp; }
 KESTREL_X86_INLINE int group_pixels(const Plan& p, size_t gi) { return gi < p.full ? NP : p.rest; }
+KESTREL_X86_INLINE size_t group_count(const Plan& p) { return p.full + (p.rest ? 1 : 0); }
+// Groups a chunk holds: kChunkBytes of pairs (a quarter of the smallest L2 we target), at
+// least one group.
+constexpr size_t kChunkBytes = size_t(256) << 10;
+KESTREL_X86_INLINE size_t chunk_groups(const Plan& p) { return std::max<size_t>(1, kChunkBytes / (NP * p.kp * 4)); }
+// Maps of this many chunks or more are streamed (run_streamed).
+constexpr size_t kStreamMinChunks = 8;
+KESTREL_X86_INLINE bool streamed(const Plan& p) { return group_count(p) >= kStreamMinChunks * chunk_groups(p); }
 
-// Pairs [q0, q1) of a planar input into the groups: rows 2q and 2q + 1, a group's np
-// pixels at a time, rounded by vcvtne2ps2bf16 and interleaved into a dword a pixel.
-void convert_planar(const Plan& p, const float* in, size_t cstep, size_t q0, size_t q1, uint32_t* groups) {
-  const size_t ngroups = p.full + (p.rest ? 1 : 0);
-  for (size_t q = q0; q < q1; ++q) {
+// Per-thread scratch is there in every caller (the fused layers' bands included): a
+// chunk for each thread where the map is streamed, else the whole map's groups in thread
+// 0's (the others' room goes unused).
+size_t workspace_per_thread_bytes(const ConvGeometry& g) {
+  const Plan p = plan_of(g);
+  return (streamed(p) ? chunk_groups(p) * NP : p.pixels) * p.kp * sizeof(uint32_t);
+}
+
+// Groups [g0, g1) of a planar input into `groups`, which holds groups from `base` on:
+// rows 2q and 2q + 1 of the range's pixels for each q in turn, rounded by vcvtne2ps2bf16
+// and interleaved into a dword a pixel. Callers pass a chunk at most (chunk_groups), so
+// its groups stay in L2 while their pairs fill them; pair by pair over a whole large map
+// wrote each line in 48-byte pieces a map apart (bench/bf16/RESULTS.md).
+void convert_planar(const Plan& p, const float* in, size_t cstep, size_t g0, size_t g1, uint32_t* groups,
+                    size_t base) {
+  for (size_t q = 0; q < p.kp; ++q) {
     const float* r0 = in + 2 * q * cstep;
     const bool odd_last = 2 * q + 1 >= p.k;
-    for (size_t gi = 0; gi < ngroups; ++gi) {
+    for (size_t gi = g0; gi < g1; ++gi) {
       const int np = group_pixels(p, gi);
       const __mmask16 m = V::lanes(np);
       const __m512 a = _mm512_maskz_loadu_ps(m, r0 + gi * NP);
@@ -107,25 +121,36 @@ void convert_planar(const Plan& p, const float* in, size_t cstep, size_t q0, siz
       const __m512i lo = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm512_maskz_extracti64x4_epi64(0xFF, v, 0));
       const __m512i hi = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm512_maskz_extracti64x4_epi64(0xFF, v, 1));
       const __m512i pairs = _mm512_or_si512(lo, _mm512_maskz_slli_epi32(0xFFFF, hi, 16));
-      _mm512_mask_storeu_epi32(group_at(groups, p, gi) + q * np, m, pairs);
+      _mm512_mask_storeu_epi32(group_at(groups, p, gi - base) + q * np, m, pairs);
     }
   }
 }
 
-// Channel blocks [b0, b1) of a blocked input (W lanes): a pixel's W channels are W / 2
-// pairs, one vcvtneps2bf16 away (channel 2q in the low half).
-void convert_blocked(const Plan& p, const float* in, size_t cstep, size_t b0, size_t b1, uint32_t* groups) {
+// The same from a blocked input (W lanes): a pixel's W channels are W / 2 pairs, one
+// vcvtneps2bf16 away (channel 2q in the low half).
+void convert_blocked(const Plan& p, const float* in, size_t cstep, size_t g0, size_t g1, uint32_t* groups,
+                     size_t base) {
   alignas(32) uint32_t pr[W / 2];
-  for (size_t blk = b0; blk < b1; ++blk) {
+  const size_t nb = p.k / W, px0 = g0 * NP, px1 = std::min(p.pixels, g1 * NP);
+  for (size_t blk = 0; blk < nb; ++blk) {
     const float* src = in + blk * cstep;
-    for (size_t px = 0; px < p.pixels; ++px) {
+    for (size_t px = px0; px < px1; ++px) {
       const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + px * W));
       _mm256_store_si256(reinterpret_cast<__m256i*>(pr), reinterpret_cast<const __m256i&>(h));
       const size_t gi = px / NP;
       const int np = group_pixels(p, gi);
-      uint32_t* d = group_at(groups, p, gi) + blk * (W / 2) * np + px % NP;
+      uint32_t* d = group_at(groups, p, gi - base) + blk * (W / 2) * np + px % NP;
       for (int j = 0; j < W / 2; ++j) d[j * np] = pr[j];
     }
+  }
+}
+
+template <class P>
+void convert(const Plan& p, const float* in, size_t cstep, size_t g0, size_t g1, uint32_t* groups, size_t base) {
+  if constexpr (P::kIn == 0) {
+    convert_planar(p, in, cstep, g0, g1, groups, base);
+  } else {
+    convert_blocked(p, in, cstep, g0, g1, groups, base);
   }
 }
 
@@ -151,42 +176,72 @@ __attribute__((noinline)) void tile(size_t kp, const uint32_t* __restrict a, con
   gemm::store_ctile<V, MV, NPX, Epi, P>(acc, c, ldc, mr, epi);
 }
 
+// One (panel, group) tile: group gi's pairs at x, into its pixels of the panel's outputs.
+template <class P, class Epi>
+void panel_group(const ConvGeometry& g, const Plan& p, const float* packed, int panel, size_t gi, const uint32_t* x,
+                 float* out, size_t out_cstep, const Epi& epi) {
+  const uint32_t* a = reinterpret_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * p.kp * MR;
+  const float* bias = packed + static_cast<size_t>(p.panels) * p.kp * MR + static_cast<size_t>(panel) * MR;
+  const int mr = std::min(MR, g.out_c - panel * MR);
+  const size_t out_px = P::kOut ? W : 1;
+  float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep + gi * NP * out_px;
+  const int np = group_pixels(p, gi);
+  if (np == NP) {
+    tile<NP, Epi, P>(p.kp, a, bias, x, NP, c, out_cstep, mr, epi);
+    return;
+  }
+  int j = 0;
+  for (; j + 4 <= np; j += 4) tile<4, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+  for (; j < np; ++j) tile<1, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+}
+
+// A map of kStreamMinChunks chunks or more: each thread converts a chunk of its share of
+// the groups into its own scratch and runs every panel over it there, so that the bf16
+// input is written and read in L2 only and the map's DRAM traffic is the fp32 kernels'
+// (CenterNet's 128x128 heads). Smaller maps are converted whole by all threads, who
+// then split the (panel, group) pairs: enough work for every thread on 7x7 maps.
+template <class P, class Epi>
+void run_streamed(const ConvGeometry& g, const Plan& p, const float* packed, const float* in, size_t in_cstep,
+                  float* out, size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
+  const size_t ngroups = group_count(p);
+#pragma omp parallel num_threads(std::max(1, ctx.num_threads))
+  {
+    const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    uint32_t* groups = static_cast<uint32_t*>(ctx.scratch_of(static_cast<int>(t)));
+    const size_t end = ngroups * (t + 1) / n, cg = chunk_groups(p);
+    for (size_t c0 = ngroups * t / n; c0 < end; c0 += cg) {
+      const size_t c1 = std::min(end, c0 + cg);
+      convert<P>(p, in, in_cstep, c0, c1, groups, c0);
+      for (int panel = 0; panel < p.panels; ++panel) {
+        for (size_t gi = c0; gi < c1; ++gi) {
+          panel_group<P>(g, p, packed, panel, gi, group_at(groups, p, gi - c0), out, out_cstep, epi);
+        }
+      }
+    }
+  }
+}
+
 template <class P, class Epi>
 void run_packs(const ConvGeometry& g, const float* packed, const float* in, size_t in_cstep, float* out,
                size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
   const Plan p = plan_of(g);
-  const uint32_t* pairs = reinterpret_cast<const uint32_t*>(packed);
-  const float* bias_all = packed + static_cast<size_t>(p.panels) * p.kp * MR;
+  if (streamed(p)) {
+    run_streamed<P>(g, p, packed, in, in_cstep, out, out_cstep, ctx, epi);
+    return;
+  }
   uint32_t* groups = static_cast<uint32_t*>(ctx.scratch_of(0));
-  const size_t ngroups = p.full + (p.rest ? 1 : 0), out_px = P::kOut ? W : 1;
+  const size_t ngroups = group_count(p);
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
   {
     const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
-    if constexpr (P::kIn == 0) {
-      convert_planar(p, in, in_cstep, p.kp * t / n, p.kp * (t + 1) / n, groups);
-    } else {
-      const size_t nb = p.k / W;
-      convert_blocked(p, in, in_cstep, nb * t / n, nb * (t + 1) / n, groups);
-    }
+    convert<P>(p, in, in_cstep, ngroups * t / n, ngroups * (t + 1) / n, groups, 0);
 #pragma omp barrier
-    // Thread t's share of the (panel, group) pairs, panel by panel.
+    // Thread t's share of the (panel, group) pairs, panel by panel: mostly the groups it
+    // converted, where the map has more groups than panels.
     const size_t total = static_cast<size_t>(p.panels) * ngroups;
     for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
-      const int panel = static_cast<int>(i / ngroups);
       const size_t gi = i % ngroups;
-      const uint32_t* a = pairs + static_cast<size_t>(panel) * p.kp * MR;
-      const float* bias = bias_all + static_cast<size_t>(panel) * MR;
-      const int mr = std::min(MR, g.out_c - panel * MR);
-      float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep + gi * NP * out_px;
-      const uint32_t* x = group_at(groups, p, gi);
-      const int np = group_pixels(p, gi);
-      if (np == NP) {
-        tile<NP, Epi, P>(p.kp, a, bias, x, NP, c, out_cstep, mr, epi);
-        continue;
-      }
-      int j = 0;
-      for (; j + 4 <= np; j += 4) tile<4, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
-      for (; j < np; ++j) tile<1, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+      panel_group<P>(g, p, packed, static_cast<int>(i / ngroups), gi, group_at(groups, p, gi), out, out_cstep, epi);
     }
   }
 }
