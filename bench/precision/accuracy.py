@@ -167,7 +167,7 @@ def main():
              "`fast` on this x86 host: fp16 storage (weights and outputs rounded to halves, fp32 arithmetic)")
     oracle = "the fp16 oracle (exact binary16 arithmetic, accumulating in fp16)"
     if a.bf16:
-        where = ("`bf16 fast`: the AVX512-BF16 kernels on the 1x1 layers of >= 128 inputs (fp32 on a CPU "
+        where = ("`bf16 fast`: the AVX512-BF16 kernels on the 1x1 layers of >= 128 inputs and >= 32 outputs (fp32 on a CPU "
                  "without them)")
         oracle = "the bf16 oracle (kernels::conv_reference_bf16, the same layers)"
     lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. {where}; `ref`: {oracle}.", "",

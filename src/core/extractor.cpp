@@ -123,7 +123,7 @@ Status ExtractorImpl::input(const std::string& name, const Mat& in) {
                                                  std::to_string(expected.bytes()) + " bytes for its fp16 copy");
     }
   }
-  round_to_half(in, r);
+  round_to_half(in, r, thread_count());
   blobs_[b] = r;
   return Status::Ok();
 }
@@ -293,7 +293,7 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
   Status s = L.impl->forward(bottoms_, tops_, ctx);
   bottoms_.clear();
   if (s.ok() && L.round_outputs) {
-    for (Mat& t : tops_) round_to_half(t, t);
+    for (Mat& t : tops_) round_to_half(t, t, num_threads);
   }
   if (!s.ok()) {
     tops_.clear();
@@ -346,11 +346,15 @@ Status ExtractorImpl::run_layer(int li, const std::vector<int>& targets, int num
   return Status::Ok();
 }
 
+int ExtractorImpl::thread_count() const {
+  const int all_threads = cpus_.empty() ? omp_get_max_threads() : cpus_.count();
+  return opt_.num_threads > 0 ? opt_.num_threads : all_threads;
+}
+
 Status ExtractorImpl::run(const std::vector<int>& targets) {
   Status s = mark_needed(targets);
   if (!s.ok()) return s;
-  const int all_threads = cpus_.empty() ? omp_get_max_threads() : cpus_.count();
-  const int threads = opt_.num_threads > 0 ? opt_.num_threads : all_threads;
+  const int threads = thread_count();
   if (!(s = ensure_scratch(threads)).ok()) return s;
   detail::ScopedPin pin;
   if (!cpus_.empty() && !(s = pin.pin(cpus_, threads)).ok()) return s;

@@ -37,6 +37,8 @@ class ExtractorImpl {
   // marked layers that read it. Fails if a needed input is not set.
   Status mark_needed(const std::vector<int>& targets);
   Status run(const std::vector<int>& targets);
+  // Threads a run uses: Option::num_threads, else every CPU of the pinned set or OpenMP's.
+  int thread_count() const;
   Status run_layer(int li, const std::vector<int>& targets, int num_threads);
   Status allocate_blob(int b, Mat* m);
   Status allocate_aliased(int b, Mat* m);

@@ -35,7 +35,8 @@ Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weig
 // (after fusion and the layout passes).
 void mark_half_inputs(NetImpl& net);
 
-// Rounds every value of `m` to a half, in place (src == dst) or into dst (same shape).
-void round_to_half(const Mat& src, Mat& dst);
+// Rounds every value of `m` to a half, in place (src == dst) or into dst (same shape), on
+// up to num_threads threads.
+void round_to_half(const Mat& src, Mat& dst, int num_threads);
 
 }  // namespace kestrel
