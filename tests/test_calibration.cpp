@@ -3,12 +3,18 @@
 // set can hit (a blob that is always zero, NaN, values beyond the first pass's range).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "kestrel/net.h"
+#include "quantize/calibrate_model.h"
 #include "quantize/calibration.h"
+#include "test_util.h"
 
 namespace q = kestrel::quantize;
 
@@ -146,5 +152,96 @@ TEST_SUITE("quantize") {
     q::Method m = q::Method::kKl;
     CHECK_FALSE(q::parse_method("entropy", &m));
     CHECK(m == q::Method::kKl);
+  }
+
+  TEST_CASE("calibrate: min-max scales are 127 over each int8 blob's largest |x| across the inputs") {
+    kestrel::ModelBuilder b;
+    b.add_input("data", {3, 9, 7});
+    kt::add_conv(b, "a", "data", 3, 6);
+    b.add_layer("Activation", "r", {"a"}, {"r"}, kt::relu_params());
+    kt::add_conv(b, "c", "r", 6, 4, 1);
+    b.add_output("c");
+    const std::vector<uint8_t> raw = b.serialize();
+    const std::string bytes(raw.begin(), raw.end());
+    kestrel::Net net;
+    REQUIRE(kt::load(net, b).ok());
+    std::vector<kestrel::Mat> inputs;
+    for (uint32_t seed = 1; seed <= 3; ++seed) inputs.push_back(kt::random_input(net, "data", seed));
+    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
+      (*in)["data"] = inputs[i];
+      return kestrel::Status::Ok();
+    };
+    // The largest |x| of each blob, from the fp32 net itself.
+    std::map<std::string, float> want;
+    for (const kestrel::Mat& in : inputs) {
+      for (const char* blob : {"data", "a", "r", "c"}) {
+        kestrel::Extractor ex = net.create_extractor();
+        REQUIRE(ex.input("data", in).ok());
+        kestrel::Mat m;
+        REQUIRE(ex.extract(blob, m).ok());
+        for (int ch = 0; ch < m.c; ++ch) {
+          for (int j = 0; j < m.w * m.h; ++j) want[blob] = std::max(want[blob], std::fabs(m.channel(ch)[j]));
+        }
+      }
+    }
+    q::CalibrationOptions opt;
+    opt.method = q::Method::kMinMax;
+    std::string out;
+    std::vector<q::BlobReport> report;
+    kestrel::Status s = q::calibrate(bytes, inputs.size(), source, opt, &out, &report);
+    INFO(s.message());
+    REQUIRE(s.ok());
+    // The convolutions' inputs and outputs; r is c's input, not "a"'s ReLU alone.
+    std::map<std::string, float> scale;
+    for (const auto* blob : *kestrel::fb::GetModel(out.data())->blobs()) scale[blob->name()->str()] = blob->int8_scale();
+    for (const char* blob : {"data", "a", "r", "c"}) {
+      CAPTURE(blob);
+      CHECK(scale[blob] == doctest::Approx(127.0 / want[blob]));
+    }
+    CHECK(report.size() == 4);
+    const kestrel::fb::Quantization* qz = kestrel::fb::GetModel(out.data())->quantization();
+    REQUIRE(qz != nullptr);
+    CHECK(qz->scheme_version() == 1);
+    CHECK(qz->method()->str() == "minmax");
+    CHECK(qz->images() == 3);
+    kestrel::Net back;
+    CHECK(back.load(out.data(), out.size()).ok());
+
+    // Refusals, each writing nothing.
+    std::string none;
+    s = q::calibrate(out, inputs.size(), source, opt, &none, nullptr);
+    CHECK(s.message().find("already calibrated") != std::string::npos);
+    opt.keep_fp32 = {"nope"};
+    s = q::calibrate(bytes, inputs.size(), source, opt, &none, nullptr);
+    CHECK(s.message().find("no layer 'nope'") != std::string::npos);
+    // c kept in fp32: only a's operands get scales (r is read by c alone, and the ReLU
+    // that writes it is not an int8 layer type).
+    opt.keep_fp32 = {"c"};
+    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &none, nullptr).ok());
+    std::map<std::string, float> kept;
+    for (const auto* blob : *kestrel::fb::GetModel(none.data())->blobs()) kept[blob->name()->str()] = blob->int8_scale();
+    CHECK(kept["a"] > 0.f);
+    CHECK(kept["r"] == 0.f);
+    CHECK(kept["c"] == 0.f);
+    CHECK(kestrel::fb::GetModel(none.data())->quantization()->keep_fp32()->size() == 1);
+    opt.keep_fp32.clear();
+    const q::InputSource failing = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
+      if (i == 1) return kestrel::Status(kestrel::ErrorCode::kIoError, "calibration image 'x.jpg': cannot open");
+      (*in)["data"] = inputs[i];
+      return kestrel::Status::Ok();
+    };
+    std::string untouched = "before";
+    s = q::calibrate(bytes, inputs.size(), failing, opt, &untouched, nullptr);
+    CHECK(s.message().find("x.jpg") != std::string::npos);
+    CHECK(untouched == "before");
+    // A blob that is 0 on every input has no scale.
+    const q::InputSource zeros = [&](size_t, std::map<std::string, kestrel::Mat>* in) {
+      kestrel::Mat z = inputs[0].clone();
+      for (int ch = 0; ch < z.c; ++ch) std::fill(z.channel(ch), z.channel(ch) + z.w * z.h, 0.f);
+      (*in)["data"] = z;
+      return kestrel::Status::Ok();
+    };
+    s = q::calibrate(bytes, 2, zeros, opt, &none, nullptr);
+    CHECK(s.message().find("blob 'data' is 0 on every calibration input") != std::string::npos);
   }
 }

@@ -134,6 +134,13 @@ class Task {
   Status decode(const std::map<std::string, Mat>& outputs, const Preprocess& pre, TaskResult* result) const;
   // The output blob that plays each role.
   const std::map<std::string, std::string>& roles() const;
+  // The network input run() would feed for `image` (the model's pre-processing:
+  // input size, fit, channel order, mean and norm), and how it was fitted; for tools
+  // that feed the net themselves (kestrel-quantize's calibration). The net's input is
+  // named input_name(). InvalidArgument when the task is not initialized or the image
+  // is empty.
+  Status preprocess(const Image& image, Mat* input, Preprocess* pre) const;
+  const std::string& input_name() const;
 
   struct Impl;
 

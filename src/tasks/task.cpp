@@ -318,6 +318,16 @@ Status Task::run(Extractor& ex, const Image& image, const Box& roi, TaskResult* 
   return run_region(ex, crop, static_cast<float>(x0), static_cast<float>(y0), image.w, image.h, result);
 }
 
+Status Task::preprocess(const Image& image, Mat* input, Preprocess* pre) const {
+  if (!impl_) return Status(ErrorCode::kInvalidArgument, "the task is not initialized (Task::init failed or was not called)");
+  return impl_->preprocess(image, input, pre);
+}
+
+const std::string& Task::input_name() const {
+  static const std::string kNone;
+  return impl_ ? impl_->input : kNone;
+}
+
 Status Task::run(Extractor& ex, const Image& image, TaskResult* result) const {
   return run_region(ex, image, 0.f, 0.f, image.w, image.h, result);
 }

@@ -1,0 +1,136 @@
+#include "quantize/calibrate_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include "kestrel/net.h"
+#include "kestrel_generated.h"
+
+namespace kestrel::quantize {
+namespace {
+
+constexpr uint32_t kSchemeVersion = 1;  // src/kernels/i8_reference.h's scheme
+constexpr const char* kInt8Types[] = {"Convolution", "InnerProduct", "Pooling", "Eltwise", "BinaryOp", "Concat"};
+
+Status bad(const std::string& what) { return Status(ErrorCode::kInvalidArgument, what); }
+
+// The blob's values, channel by channel (the padding between channels left out).
+template <class Fn>
+void for_values(const Mat& m, Fn&& fn) {
+  const size_t n = static_cast<size_t>(m.w) * m.h * m.d * m.elempack;
+  const int channels = m.dims >= 3 ? m.c : 1;
+  for (int q = 0; q < channels; ++q) fn(m.channel(q), n);
+}
+
+}  // namespace
+
+bool int8_layer_type(const std::string& type) {
+  for (const char* t : kInt8Types) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
+Status calibrate(const std::string& model_bytes, size_t count, const InputSource& source,
+                 const CalibrationOptions& options, std::string* out_bytes, std::vector<BlobReport>* report) {
+  Net net;
+  net.option().fuse_layers = false;  // every blob extractable
+  net.option().light_mode = false;   // computed once per input, read many times
+  net.option().blocked_layout = false;
+  net.option().num_threads = options.threads;
+  Status s = net.load(model_bytes.data(), model_bytes.size());
+  if (!s.ok()) return s;
+  const fb::Model* model = fb::GetModel(model_bytes.data());
+  if (const fb::Quantization* q = model->quantization()) {
+    return bad("the model is already calibrated for int8 (scheme version " + std::to_string(q->scheme_version()) +
+               ", method " + (q->method() ? q->method()->str() : std::string("?")) + "): start from its fp32 source");
+  }
+  if (count == 0) return bad("no calibration inputs");
+  std::set<std::string> keep(options.keep_fp32.begin(), options.keep_fp32.end());
+  std::set<std::string> found;
+  // The blobs to calibrate, in the order layers produce them (an in-place layer then
+  // overwrites a blob only after it was read).
+  std::vector<std::string> blobs;
+  std::set<uint32_t> seen;
+  auto add = [&](uint32_t b) {
+    if (seen.insert(b).second) blobs.push_back(model->blobs()->Get(b)->name()->str());
+  };
+  for (const fb::Layer* l : *model->layers()) {
+    const std::string name = l->name()->str();
+    if (keep.count(name)) {
+      found.insert(name);
+      continue;
+    }
+    if (!int8_layer_type(l->type()->str())) continue;
+    if (l->bottoms()) {
+      for (uint32_t b : *l->bottoms()) add(b);
+    }
+    if (l->tops()) {
+      for (uint32_t b : *l->tops()) add(b);
+    }
+  }
+  for (const std::string& k : keep) {
+    if (!found.count(k)) return bad("--keep-fp32: the model has no layer '" + k + "'");
+  }
+  std::vector<AbsHistogram> hist(blobs.size());
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < count; ++i) {
+      std::map<std::string, Mat> inputs;
+      if (!(s = source(i, &inputs)).ok()) return s;
+      Extractor ex = net.create_extractor();
+      for (const auto& [name, m] : inputs) {
+        if (!(s = ex.input(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
+      }
+      for (size_t b = 0; b < blobs.size(); ++b) {
+        Mat m;
+        if (!(s = ex.extract(blobs[b], m)).ok()) return s.with_context("calibration input " + std::to_string(i));
+        for_values(m, [&](const float* x, size_t n) {
+          if (pass == 0) {
+            hist[b].observe_max(x, n);
+          } else {
+            hist[b].add(x, n);
+          }
+        });
+      }
+    }
+    if (pass == 0) {
+      for (AbsHistogram& h : hist) h.freeze();
+    }
+  }
+  std::unique_ptr<fb::ModelT> out(model->UnPack());
+  std::vector<BlobReport> rows;
+  for (size_t b = 0; b < blobs.size(); ++b) {
+    const AbsHistogram& h = hist[b];
+    if (h.nan_count() > 0 || h.inf_count() > 0 || !std::isfinite(h.max_abs())) {
+      return bad("blob '" + blobs[b] + "' holds NaN or an infinity on the calibration inputs: no int8 scale");
+    }
+    const float t = threshold(h, options.method, options.percentile);
+    if (!(t > 0.f)) {
+      return bad("blob '" + blobs[b] + "' is 0 on every calibration input: no int8 scale (keep the layers that read " +
+                 "it in fp32: --keep-fp32)");
+    }
+    BlobReport r{blobs[b], h.max_abs(), t, 127.f / t};
+    for (auto& blob : out->blobs) {
+      if (blob->name == blobs[b]) blob->int8_scale = r.scale;
+    }
+    rows.push_back(r);
+  }
+  out->quantization = std::make_unique<fb::QuantizationT>();
+  out->quantization->scheme_version = kSchemeVersion;
+  out->quantization->method = method_name(options.method);
+  out->quantization->images = static_cast<uint32_t>(count);
+  out->quantization->keep_fp32 = options.keep_fp32;
+  flatbuffers::FlatBufferBuilder fbb(model_bytes.size() + 4096);
+  fb::FinishModelBuffer(fbb, fb::Model::Pack(fbb, out.get()));
+  std::string bytes(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  // Kestrel's own loader checks what is written.
+  Net check;
+  if (!(s = check.load(bytes.data(), bytes.size())).ok()) return s.with_context("the calibrated model");
+  *out_bytes = std::move(bytes);
+  if (report) *report = std::move(rows);
+  return Status::Ok();
+}
+
+}  // namespace kestrel::quantize

@@ -1,0 +1,175 @@
+// kestrel-quantize: int8 calibration of a .kst model (issue 27).
+//
+//   kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]
+//                    [--percentile P] [--keep-fp32 LAYER,...] [--threads N]
+//
+// Runs the model in fp32 over the calibration images, pre-processed as its metadata says
+// (a task model as kestrel::Task does; any other stretched to its input with mean, norm
+// and channel order, as kestrel-run does), and writes OUT.kst with each int8 layer's
+// activation scales (converter/quantize/calibrate_model.h). An error writes nothing.
+// Exit: 0 ok, 1 error, 2 bad command line.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kestrel/image.h"
+#include "kestrel/net.h"
+#include "kestrel/tasks.h"
+#include "quantize/calibrate_model.h"
+
+namespace {
+
+namespace q = kestrel::quantize;
+
+const char* kUsage =
+    "usage: kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]\n"
+    "                        [--percentile P] [--keep-fp32 LAYER,...] [--threads N]\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+bool parse_floats(const std::string& s, std::vector<float>* v) {
+  v->clear();
+  for (const std::string& item : split(s)) {
+    char* end = nullptr;
+    const float f = std::strtof(item.c_str(), &end);
+    if (end == item.c_str() || *end != '\0') return false;
+    v->push_back(f);
+  }
+  return true;
+}
+
+// A model without task metadata: stretched to its input, (x - mean) * norm, in the
+// metadata's channel order (bgr by default, as Caffe's models and kestrel-run).
+kestrel::Status stretch_input(const kestrel::Net& net, const kestrel::Image& img, kestrel::Mat* in) {
+  const std::string name = net.input_names()[0];
+  kestrel::Shape shape;
+  kestrel::Status s = net.input_shape(name, &shape);
+  if (!s.ok()) return s;
+  if (shape.dims != 3 || (shape.c != 1 && shape.c != 3)) {
+    return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "input '" + name + "' is not an image input");
+  }
+  const std::string order = net.metadata("channel_order");
+  const kestrel::PixelType dst = shape.c == 1       ? kestrel::PixelType::kGray
+                                 : order == "rgb"   ? kestrel::PixelType::kRGB
+                                                    : kestrel::PixelType::kBGR;
+  if (!(s = kestrel::from_image_resize(img, dst, shape.w, shape.h, in)).ok()) return s;
+  std::vector<float> mean, norm;
+  if (!parse_floats(net.metadata("mean"), &mean) || !parse_floats(net.metadata("norm"), &norm)) {
+    return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "model metadata mean or norm is not a list of numbers");
+  }
+  if (mean.size() == 1) mean.assign(shape.c, mean[0]);
+  if (norm.size() == 1) norm.assign(shape.c, norm[0]);
+  if (mean.empty()) mean.assign(shape.c, 0.f);
+  if (norm.empty()) norm.assign(shape.c, 1.f);
+  if (mean.size() != static_cast<size_t>(shape.c) || norm.size() != static_cast<size_t>(shape.c)) {
+    return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "model metadata mean/norm do not match the input's channels");
+  }
+  kestrel::substract_mean_normalize(*in, mean.data(), norm.data());
+  return kestrel::Status::Ok();
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "kestrel-quantize: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> files;
+  std::string out;
+  q::CalibrationOptions opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string* v) {
+      if (i + 1 >= argc) return false;
+      *v = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "-o") {
+      if (!value(&out)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--method") {
+      if (!value(&v) || !q::parse_method(v, &opt.method)) {
+        std::fprintf(stderr, "kestrel-quantize: --method wants kl, minmax or percentile\n");
+        return 2;
+      }
+    } else if (a == "--percentile") {
+      if (!value(&v)) return std::fputs(kUsage, stderr), 2;
+      opt.percentile = std::strtod(v.c_str(), nullptr);
+      if (!(opt.percentile > 0.0 && opt.percentile <= 100.0)) {
+        std::fprintf(stderr, "kestrel-quantize: --percentile wants a value in (0, 100]\n");
+        return 2;
+      }
+    } else if (a == "--keep-fp32") {
+      if (!value(&v)) return std::fputs(kUsage, stderr), 2;
+      for (const std::string& name : split(v)) opt.keep_fp32.push_back(name);
+    } else if (a == "--threads") {
+      if (!value(&v)) return std::fputs(kUsage, stderr), 2;
+      opt.threads = std::max(1, std::atoi(v.c_str()));
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "kestrel-quantize: unknown option %s\n%s", a.c_str(), kUsage);
+      return 2;
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.size() < 2 || out.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::ifstream f(files[0], std::ios::binary);
+  if (!f) return fail("cannot open model '" + files[0] + "'");
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  kestrel::Net net;
+  kestrel::Status s = net.load(bytes.data(), bytes.size());
+  if (!s.ok()) return fail(files[0] + ": " + s.message());
+  kestrel::Task task;
+  const std::string task_name = net.metadata("task");
+  const bool has_task = task_name == "pose" || task_name == "face" || task_name == "objects";
+  if (has_task && !(s = task.init(net)).ok()) return fail(files[0] + ": " + s.message());
+  const std::vector<std::string> images(files.begin() + 1, files.end());
+  const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* inputs) {
+    kestrel::Image img;
+    kestrel::Status st = kestrel::load_image(images[i], &img);
+    if (!st.ok()) return st.with_context("calibration image");
+    kestrel::Mat in;
+    kestrel::Preprocess pre;
+    st = has_task ? task.preprocess(img, &in, &pre) : stretch_input(net, img, &in);
+    if (!st.ok()) return st.with_context("calibration image '" + images[i] + "'");
+    (*inputs)[has_task ? task.input_name() : net.input_names()[0]] = in;
+    return kestrel::Status::Ok();
+  };
+  std::string quantized;
+  std::vector<q::BlobReport> report;
+  s = q::calibrate(bytes, images.size(), source, opt, &quantized, &report);
+  if (!s.ok()) return fail(s.message());
+  std::printf("%-48s %12s %12s %12s\n", "blob", "max |x|", "threshold", "scale");
+  for (const q::BlobReport& r : report) {
+    std::printf("%-48s %12.5g %12.5g %12.5g\n", r.blob.c_str(), r.max_abs, r.threshold, r.scale);
+  }
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary);
+    o.write(quantized.data(), static_cast<std::streamsize>(quantized.size()));
+    if (!o) return std::remove(tmp.c_str()), fail("cannot write '" + out + "'");
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) return std::remove(tmp.c_str()), fail("cannot write '" + out + "'");
+  std::printf("wrote %s: %zu blob scales by %s over %zu images\n", out.c_str(), report.size(),
+              q::method_name(opt.method), images.size());
+  return 0;
+}
