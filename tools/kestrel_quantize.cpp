@@ -4,9 +4,9 @@
 //                    [--percentile P] [--keep-fp32 LAYER,...] [--threads N]
 //
 // Runs the model in fp32 over the calibration images, pre-processed as its metadata says
-// (a task model as kestrel::Task does; any other stretched to its input with mean, norm
-// and channel order, as kestrel-run does), and writes OUT.kst with each int8 layer's
-// activation scales (converter/quantize/calibrate_model.h). An error writes nothing.
+// (a task model as kestrel::Task does; any other as kestrel-run does by default:
+// tools/image_input.h), and writes OUT.kst with each int8 layer's activation scales
+// (converter/quantize/calibrate_model.h). An error writes nothing.
 // Exit: 0 ok, 1 error, 2 bad command line.
 #include <cstdio>
 #include <fstream>
@@ -18,6 +18,7 @@
 #include "kestrel/image.h"
 #include "kestrel/net.h"
 #include "kestrel/tasks.h"
+#include "image_input.h"
 #include "quantize/calibrate_model.h"
 
 namespace {
@@ -38,19 +39,7 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-bool parse_floats(const std::string& s, std::vector<float>* v) {
-  v->clear();
-  for (const std::string& item : split(s)) {
-    char* end = nullptr;
-    const float f = std::strtof(item.c_str(), &end);
-    if (end == item.c_str() || *end != '\0') return false;
-    v->push_back(f);
-  }
-  return true;
-}
-
-// A model without task metadata: stretched to its input, (x - mean) * norm, in the
-// metadata's channel order (bgr by default, as Caffe's models and kestrel-run).
+// A model without task metadata: its input stretched as kestrel-run does by default.
 kestrel::Status stretch_input(const kestrel::Net& net, const kestrel::Image& img, kestrel::Mat* in) {
   const std::string name = net.input_names()[0];
   kestrel::Shape shape;
@@ -59,24 +48,10 @@ kestrel::Status stretch_input(const kestrel::Net& net, const kestrel::Image& img
   if (shape.dims != 3 || (shape.c != 1 && shape.c != 3)) {
     return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "input '" + name + "' is not an image input");
   }
-  const std::string order = net.metadata("channel_order");
-  const kestrel::PixelType dst = shape.c == 1       ? kestrel::PixelType::kGray
-                                 : order == "rgb"   ? kestrel::PixelType::kRGB
-                                                    : kestrel::PixelType::kBGR;
-  if (!(s = kestrel::from_image_resize(img, dst, shape.w, shape.h, in)).ok()) return s;
-  std::vector<float> mean, norm;
-  if (!parse_floats(net.metadata("mean"), &mean) || !parse_floats(net.metadata("norm"), &norm)) {
-    return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "model metadata mean or norm is not a list of numbers");
-  }
-  if (mean.size() == 1) mean.assign(shape.c, mean[0]);
-  if (norm.size() == 1) norm.assign(shape.c, norm[0]);
-  if (mean.empty()) mean.assign(shape.c, 0.f);
-  if (norm.empty()) norm.assign(shape.c, 1.f);
-  if (mean.size() != static_cast<size_t>(shape.c) || norm.size() != static_cast<size_t>(shape.c)) {
-    return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "model metadata mean/norm do not match the input's channels");
-  }
-  kestrel::substract_mean_normalize(*in, mean.data(), norm.data());
-  return kestrel::Status::Ok();
+  kestrel_tools::ImageInput pre;
+  const std::string why = kestrel_tools::image_input(net, shape.w, shape.h, shape.c, {}, &pre);
+  if (!why.empty()) return kestrel::Status(kestrel::ErrorCode::kInvalidArgument, "input '" + name + "': " + why);
+  return kestrel_tools::make_image_input(pre, img, in);
 }
 
 int fail(const std::string& what) {

@@ -16,6 +16,7 @@
 #include "kestrel/image.h"
 #include "kestrel/net.h"
 #include "kestrel/tasks.h"
+#include "image_input.h"
 #include "npy.h"
 #include "precision_arg.h"
 #include "source_tensors.h"
@@ -86,27 +87,8 @@ bool parse_int(const std::string& v, int lo, int* out) {
   return *out >= lo;
 }
 
-bool parse_float(const std::string& v, float* out) {
-  char* end = nullptr;
-  const float f = std::strtof(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(f)) return false;
-  *out = f;
-  return true;
-}
-
-bool parse_floats(const std::string& v, std::vector<float>* out) {
-  std::vector<float> r;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    float f;
-    if (!parse_float(item, &f)) return false;
-    r.push_back(f);
-  }
-  if (r.empty() || (!v.empty() && v.back() == ',')) return false;
-  *out = r;
-  return true;
-}
+using kestrel_tools::parse_float;
+using kestrel_tools::parse_floats;
 
 // "WxH" (224x224); a single number N means NxN.
 bool parse_size(const std::string& v, int* w, int* h) {
@@ -268,8 +250,8 @@ class Runner {
   std::string input_;  // the input an image feeds
   kestrel::Shape shape_;
   int width_ = 0, height_ = 0;
-  std::vector<float> mean_, norm_;
-  std::string order_, task_;
+  kestrel_tools::ImageInput pre_;  // an image's pre-processing (tools/image_input.h)
+  std::string task_;
   std::vector<std::string> labels_;
   std::optional<kestrel::Task> task_api_;  // a pose / face / objects model
   std::map<std::string, kestrel::Mat> npy_inputs_;
@@ -376,33 +358,15 @@ int Runner::configure_preprocessing() {
     if (!s.ok()) return fail("input size " + std::to_string(width_) + "x" + std::to_string(height_) + ": " + s.message());
     shape_ = kestrel::Shape::make3(width_, height_, shape_.c);
   }
-  order_ = !a_.order.empty() ? a_.order : net_.metadata("channel_order");
-  if (order_.empty()) order_ = shape_.c == 1 ? "gray" : "bgr";
-  if (order_ != "rgb" && order_ != "bgr" && order_ != "gray") {
-    return fail("model metadata channel_order='" + order_ + "' is not rgb, bgr or gray");
-  }
-  if ((order_ == "gray") != (shape_.c == 1)) {
-    return fail("input '" + input_ + "' has " + std::to_string(shape_.c) + " channels; order " + order_ + " gives " +
-                (order_ == "gray" ? "1" : "3"));
-  }
-  const auto values = [&](const char* key, bool given, const std::vector<float>& flag, float none,
-                          std::vector<float>* out) {
-    std::vector<float> v = flag;
-    const std::string meta = net_.metadata(key);
-    if (!given && !meta.empty() && !parse_floats(meta, &v)) {
-      return fail(std::string("model metadata ") + key + "='" + meta + "' is not a list of numbers");
-    }
-    if (v.empty()) v.assign(1, none);
-    if (v.size() == 1) v.assign(shape_.c, v[0]);
-    if (v.size() != static_cast<size_t>(shape_.c)) {
-      return fail(std::string(key) + " has " + std::to_string(v.size()) + " values; the input has " +
-                  std::to_string(shape_.c) + " channels");
-    }
-    *out = v;
-    return 0;
-  };
-  if (int rc = values("mean", a_.has_mean, a_.mean, 0.f, &mean_)) return rc;
-  return values("norm", a_.has_norm, a_.norm, 1.f, &norm_);
+  kestrel_tools::ImageInputFlags flags;
+  flags.order = a_.order;
+  flags.has_mean = a_.has_mean;
+  flags.has_norm = a_.has_norm;
+  flags.mean = a_.mean;
+  flags.norm = a_.norm;
+  const std::string why = kestrel_tools::image_input(net_, width_, height_, shape_.c, flags, &pre_);
+  if (!why.empty()) return fail("input '" + input_ + "': " + why);
+  return 0;
 }
 
 std::string joined(const std::vector<float>& v) {
@@ -424,19 +388,11 @@ int Runner::run(const std::string& path) {
   if (!path.empty()) {
     kestrel::Status s = kestrel::load_image(path, &img);
     if (!s.ok()) return fail(s.message());
-    if (img.channels == 1 && order_ != "gray") {
-      return fail(path + " is a grayscale image but the model takes " + order_ +
-                  " colour input; convert the image to colour, or pass --order gray to a 1-channel model");
-    }
-    const kestrel::PixelType dst = order_ == "rgb"   ? kestrel::PixelType::kRGB
-                                   : order_ == "bgr" ? kestrel::PixelType::kBGR
-                                                     : kestrel::PixelType::kGray;
-    s = kestrel::from_image_resize(img, dst, width_, height_, &in);
+    s = kestrel_tools::make_image_input(pre_, img, &in);
     if (!s.ok()) return fail(path + ": " + s.message());
-    kestrel::substract_mean_normalize(in, mean_.data(), norm_.data());
     std::printf("image    %s (%dx%d, %d channel%s) -> %s %dx%d %s, mean %s, norm %s\n", path.c_str(), img.w, img.h,
-                img.channels, img.channels == 1 ? "" : "s", input_.c_str(), width_, height_, order_.c_str(),
-                joined(mean_).c_str(), joined(norm_).c_str());
+                img.channels, img.channels == 1 ? "" : "s", input_.c_str(), width_, height_, pre_.order.c_str(),
+                joined(pre_.mean).c_str(), joined(pre_.norm).c_str());
   }
   const std::vector<std::string> out_names = net_.output_names();
   if (out_names.empty()) return fail("the model declares no output");

@@ -174,7 +174,7 @@ void round_to_half(const Mat& src, Mat& dst, int num_threads) {
   const size_t n = static_cast<size_t>(src.w) * src.h * src.d * src.elempack;
   const int channels = src.dims >= 3 ? src.c : 1;
   const int threads = n * channels >= kParallelFloats ? std::max(1, num_threads) : 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (int q = 0; q < channels; ++q) {
     const float* s = src.channel(q);
     float* d = dst.channel(q);
