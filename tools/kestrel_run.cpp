@@ -457,7 +457,9 @@ int Runner::write_outputs(kestrel::Extractor& ex) {
 // --decode BLOB=FILE.npy: a role's tensor from a file in the source's layout.
 int Runner::read_decode_inputs(std::map<std::string, kestrel::Mat>* by_role) {
   for (const auto& [role, blob] : task_api_->roles()) {
-    const auto given = std::find_if(a_.decode.begin(), a_.decode.end(), [&](const auto& p) { return p.first == blob; });
+    // A named copy: C++17 lambdas cannot capture a structured binding (clang refuses).
+    const std::string& name = blob;
+    const auto given = std::find_if(a_.decode.begin(), a_.decode.end(), [&](const auto& p) { return p.first == name; });
     if (given == a_.decode.end()) return fail("--decode: no file for output '" + blob + "' (role " + role + ")");
     kt::NpyArray arr;
     const std::string why = kt::read_npy(given->second, &arr);
