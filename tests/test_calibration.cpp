@@ -11,7 +11,11 @@
 #include <random>
 #include <vector>
 
+#include "kernels/i8_reference.h"
 #include "kestrel/net.h"
+#include "conv_test_util.h"
+#include "kernel_test_util.h"
+#include "mat_util.h"
 #include "quantize/calibrate_model.h"
 #include "quantize/calibration.h"
 #include "test_util.h"
@@ -34,6 +38,16 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
+}
+
+// The precision each layer ran at, as the observer sees it, on one inference.
+std::map<std::string, kestrel::Precision> precisions(const kestrel::Net& net, const kestrel::Mat& in) {
+  std::map<std::string, kestrel::Precision> seen;
+  kestrel::Extractor ex = net.create_extractor();
+  ex.set_observer([&](const kestrel::LayerEvent& e) { seen[e.layer_name] = e.precision; });
+  kestrel::Mat out;
+  if (ex.input("data", in).ok()) (void)ex.extract(net.output_names()[0], out);
+  return seen;
 }
 
 }  // namespace
@@ -95,6 +109,25 @@ TEST_SUITE("quantize") {
     std::vector<float> un(200000);
     for (float& x : un) x = u(rng);
     CHECK(q::threshold(histogram(un), q::Method::kKl) > 0.9f);
+  }
+
+  TEST_CASE("calibration: KL leaves exact zeros out (a ReLU's), and they are counted") {
+    // |x| of a ReLU'd Gaussian: half the values exactly 0. The zeros are exact at any
+    // scale, so KL's threshold is that of the nonzero values alone.
+    const std::vector<float> g = gaussian(200000, 8);
+    std::vector<float> pos;
+    for (float x : g) {
+      if (x > 0.f) pos.push_back(x);
+    }
+    std::vector<float> relu = pos;
+    relu.resize(pos.size() * 4, 0.f);  // 75% zeros
+    const q::AbsHistogram hp = histogram(pos), hr = histogram(relu);
+    CHECK(hr.zero_count() == pos.size() * 3);
+    CHECK(hp.zero_count() == 0);
+    const float tp = q::threshold(hp, q::Method::kKl), tr = q::threshold(hr, q::Method::kKl);
+    MESSAGE("positive half of a Gaussian: KL threshold " << tp << ", with 75% zeros " << tr);
+    CHECK(tr == tp);
+    CHECK(tp > 2.5f);
   }
 
   TEST_CASE("calibration: KL divergence per candidate, least where the threshold is") {
@@ -243,5 +276,133 @@ TEST_SUITE("quantize") {
     };
     s = q::calibrate(bytes, 2, zeros, opt, &none, nullptr);
     CHECK(s.message().find("blob 'data' is 0 on every calibration input") != std::string::npos);
+  }
+
+  TEST_CASE("int8: a calibrated Net computes its convolutions with the int8 oracle, the rest fp32") {
+    // data -> conv a -> ReLU r -> conv c (3x3, channels not a multiple of anything).
+    kestrel::ModelBuilder b;
+    b.add_input("data", {5, 9, 11});
+    kt::add_conv(b, "a", "data", 5, 7);
+    b.add_layer("Activation", "r", {"a"}, {"r"}, kt::relu_params());
+    kt::add_conv(b, "c", "r", 7, 3);
+    b.add_output("c");
+    const std::vector<uint8_t> raw = b.serialize();
+    const std::string bytes(raw.begin(), raw.end());
+    kestrel::Net fp32;
+    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
+    std::vector<kestrel::Mat> inputs;
+    for (uint32_t seed = 1; seed <= 3; ++seed) inputs.push_back(kt::random_input(fp32, "data", seed));
+    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
+      (*in)["data"] = inputs[i];
+      return kestrel::Status::Ok();
+    };
+    q::CalibrationOptions opt;
+    opt.method = q::Method::kMinMax;
+    std::string quantized;
+    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &quantized, nullptr).ok());
+    std::map<std::string, float> scale;
+    for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
+      scale[blob->name()->str()] = blob->int8_scale();
+    }
+    // The expected output, written out: each convolution's input quantized with its
+    // blob's scale, weights per output channel, the int8 oracle, fp32 in between.
+    const kestrel::fb::Model* model = kestrel::fb::GetModel(quantized.data());
+    auto weight = [&](const std::string& name) {
+      for (const auto* w : *model->weights()) {
+        if (w->name()->str() == name) {
+          return std::vector<float>(reinterpret_cast<const float*>(w->data()->data()),
+                                    reinterpret_cast<const float*>(w->data()->data()) + w->data()->size() / 4);
+        }
+      }
+      return std::vector<float>();
+    };
+    auto conv_i8 = [&](const std::string& name, const kestrel::Mat& in, int out_c, float in_scale) {
+      kestrel::kernels::ConvGeometry g;
+      g.in_c = in.c;
+      g.in_h = g.out_h = in.h;
+      g.in_w = g.out_w = in.w;
+      g.out_c = out_c;
+      g.kh = g.kw = 3;
+      g.pad_top = g.pad_left = 1;
+      g.bias = true;
+      const std::vector<float> w = weight(name + "/w"), bias = weight(name + "/b");
+      const size_t taps = static_cast<size_t>(in.c) * 9, plane = static_cast<size_t>(in.w) * in.h;
+      std::vector<int8_t> w8(w.size()), x8(static_cast<size_t>(in.c) * plane);
+      std::vector<float> ws(out_c), dq(out_c);
+      kestrel::kernels::quantize_rows_i8(w.data(), out_c, taps, w8.data(), ws.data());
+      for (int o = 0; o < out_c; ++o) dq[o] = 1.f / (in_scale * ws[o]);
+      for (int ch = 0; ch < in.c; ++ch) kestrel::kernels::quantize_i8(in.channel(ch), x8.data() + ch * plane, plane, in_scale);
+      kestrel::Mat out;
+      REQUIRE(out.create(kestrel::Shape::make3(in.w, in.h, out_c)));
+      kestrel::kernels::conv_reference_i8(g, w8.data(), dq.data(), bias.data(), x8.data(), plane, 0.f, nullptr,
+                                          out.data, out.cstep, 1);
+      return out;
+    };
+    for (kestrel::KernelSet kernels : {kestrel::KernelSet::kReference, kestrel::KernelSet::kFast}) {
+      for (int threads : {1, 3}) {
+        CAPTURE(int(kernels));
+        CAPTURE(threads);
+        kestrel::Net net;
+        net.option().precision = kestrel::Precision::kInt8;
+        net.option().kernels = kernels;
+        net.option().num_threads = threads;
+        REQUIRE(net.load(quantized.data(), quantized.size()).ok());
+        const auto seen = precisions(net, inputs[0]);
+        CHECK(seen.at("a") == kestrel::Precision::kInt8);
+        CHECK(seen.at("c") == kestrel::Precision::kInt8);
+        CHECK(seen.at("r") == kestrel::Precision::kFp32);
+        for (const kestrel::Mat& in : inputs) {
+          kestrel::Mat a = conv_i8("a", in, 7, scale["data"]);
+          for (int ch = 0; ch < a.c; ++ch) {
+            for (int j = 0; j < a.w * a.h; ++j) a.channel(ch)[j] = std::max(0.f, a.channel(ch)[j]);
+          }
+          const kestrel::Mat want = conv_i8("c", a, 3, scale["r"]);
+          kestrel::Extractor ex = net.create_extractor();
+          REQUIRE(ex.input("data", in).ok());
+          kestrel::Mat got;
+          REQUIRE(ex.extract("c", got).ok());
+          CHECK(kt::same_plane_values(got, want));
+        }
+      }
+    }
+    // The same model at fp32, and an uncalibrated one at int8, are the fp32 network.
+    auto output = [&](const std::string& model_bytes, kestrel::Precision p, const std::string& keep = "") {
+      kestrel::Net net;
+      net.option().precision = p;
+      if (!keep.empty()) net.option().layer_precision[keep] = kestrel::Precision::kFp32;
+      REQUIRE(net.load(model_bytes.data(), model_bytes.size()).ok());
+      kestrel::Extractor ex = net.create_extractor();
+      REQUIRE(ex.input("data", inputs[0]).ok());
+      kestrel::Mat m;
+      REQUIRE(ex.extract("c", m).ok());
+      return m.clone();
+    };
+    const kestrel::Mat ref = output(bytes, kestrel::Precision::kFp32);
+    CHECK(kt::same_plane_values(output(quantized, kestrel::Precision::kFp32), ref));
+    CHECK(kt::same_plane_values(output(bytes, kestrel::Precision::kInt8), ref));
+    CHECK_FALSE(kt::same_plane_values(output(quantized, kestrel::Precision::kInt8), ref));
+    // Both layers named fp32: the fp32 network again.
+    {
+      kestrel::Net net;
+      net.option().precision = kestrel::Precision::kInt8;
+      net.option().layer_precision["a"] = kestrel::Precision::kFp32;
+      net.option().layer_precision["c"] = kestrel::Precision::kFp32;
+      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
+      kestrel::Extractor ex = net.create_extractor();
+      REQUIRE(ex.input("data", inputs[0]).ok());
+      kestrel::Mat m;
+      REQUIRE(ex.extract("c", m).ok());
+      CHECK(kt::same_plane_values(m, ref));
+    }
+    // A layer the calibration kept in fp32 stays fp32 at int8.
+    opt.keep_fp32 = {"c"};
+    std::string kept;
+    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &kept, nullptr).ok());
+    kestrel::Net net;
+    net.option().precision = kestrel::Precision::kInt8;
+    REQUIRE(net.load(kept.data(), kept.size()).ok());
+    const auto seen = precisions(net, inputs[0]);
+    CHECK(seen.at("c") == kestrel::Precision::kFp32);
+    CHECK(seen.at("a") == kestrel::Precision::kInt8);
   }
 }

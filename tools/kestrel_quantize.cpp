@@ -1,13 +1,15 @@
 // kestrel-quantize: int8 calibration of a .kst model (issue 27).
 //
 //   kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]
-//                    [--percentile P] [--keep-fp32 LAYER,...] [--threads N]
+//                    [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]
+//                    [--threads N]
 //
 // Runs the model in fp32 over the calibration images, pre-processed as its metadata says
 // (a task model as kestrel::Task does; any other as kestrel-run does by default:
 // tools/image_input.h), and writes OUT.kst with each int8 layer's activation scales
 // (converter/quantize/calibrate_model.h). An error writes nothing.
 // Exit: 0 ok, 1 error, 2 bad command line.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -27,7 +29,11 @@ namespace q = kestrel::quantize;
 
 const char* kUsage =
     "usage: kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]\n"
-    "                        [--percentile P] [--keep-fp32 LAYER,...] [--threads N]\n";
+    "                        [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]\n"
+    "                        [--threads N]\n"
+    "--sensitivity prints, for each layer that runs int8, the signal-to-quantization-noise\n"
+    "ratio of the network's outputs (dB, over the calibration images) with that layer alone\n"
+    "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again.\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -65,6 +71,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::string out;
   q::CalibrationOptions opt;
+  bool sensitivity = false;
+  double keep_below_db = 0.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](std::string* v) {
@@ -93,6 +101,15 @@ int main(int argc, char** argv) {
     } else if (a == "--keep-fp32") {
       if (!value(&v)) return std::fputs(kUsage, stderr), 2;
       for (const std::string& name : split(v)) opt.keep_fp32.push_back(name);
+    } else if (a == "--sensitivity") {
+      sensitivity = true;
+    } else if (a == "--keep-below") {
+      if (!value(&v)) return std::fputs(kUsage, stderr), 2;
+      keep_below_db = std::strtod(v.c_str(), nullptr);
+      if (!(keep_below_db > 0.0 && keep_below_db < q::kExactSqnrDb)) {
+        std::fprintf(stderr, "kestrel-quantize: --keep-below wants a positive SQNR in dB\n");
+        return 2;
+      }
     } else if (a == "--threads") {
       if (!value(&v)) return std::fputs(kUsage, stderr), 2;
       opt.threads = std::max(1, std::atoi(v.c_str()));
@@ -118,6 +135,7 @@ int main(int argc, char** argv) {
   const bool has_task = task_name == "pose" || task_name == "face" || task_name == "objects";
   if (has_task && !(s = task.init(net)).ok()) return fail(files[0] + ": " + s.message());
   const std::vector<std::string> images(files.begin() + 1, files.end());
+  const size_t kept_by_hand = opt.keep_fp32.size();
   const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* inputs) {
     kestrel::Image img;
     kestrel::Status st = kestrel::load_image(images[i], &img);
@@ -133,9 +151,33 @@ int main(int argc, char** argv) {
   std::vector<q::BlobReport> report;
   s = q::calibrate(bytes, images.size(), source, opt, &quantized, &report);
   if (!s.ok()) return fail(s.message());
-  std::printf("%-48s %12s %12s %12s\n", "blob", "max |x|", "threshold", "scale");
+  std::printf("%-48s %12s %12s %12s %s\n", "blob", "max |x|", "threshold", "scale", "method");
   for (const q::BlobReport& r : report) {
-    std::printf("%-48s %12.5g %12.5g %12.5g\n", r.blob.c_str(), r.max_abs, r.threshold, r.scale);
+    std::printf("%-48s %12.5g %12.5g %12.5g %s\n", r.blob.c_str(), r.max_abs, r.threshold, r.scale,
+                q::method_name(r.method));
+  }
+  if (sensitivity || keep_below_db > 0.0) {
+    std::vector<q::LayerSensitivity> layers;
+    double whole = 0.0;
+    if (!(s = q::sensitivity(quantized, images.size(), source, opt.threads, &layers, &whole)).ok()) {
+      return fail(s.message());
+    }
+    std::vector<q::LayerSensitivity> sorted = layers;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.sqnr_db < b.sqnr_db; });
+    std::printf("\nsensitivity: output SQNR in dB with one layer in int8 (higher is better), worst first\n");
+    for (const q::LayerSensitivity& l : sorted) {
+      const bool keep = l.sqnr_db < keep_below_db;
+      std::printf("%-56s %8.2f%s\n", l.layer.c_str(), l.sqnr_db, keep ? "  -> kept fp32" : "");
+      if (keep) opt.keep_fp32.push_back(l.layer);
+    }
+    std::printf("whole network in int8: %.2f dB\n", whole);
+    if (opt.keep_fp32.size() > kept_by_hand) {
+      if (!(s = q::calibrate(bytes, images.size(), source, opt, &quantized, &report)).ok()) return fail(s.message());
+      if (!(s = q::sensitivity(quantized, images.size(), source, opt.threads, nullptr, &whole)).ok()) {
+        return fail(s.message());
+      }
+      std::printf("with %zu layers kept in fp32: %.2f dB\n", opt.keep_fp32.size() - kept_by_hand, whole);
+    }
   }
   const std::string tmp = out + ".tmp";
   {

@@ -7,18 +7,19 @@
 
 namespace kestrel_tools {
 
-// "fp32", "fp16" or "bf16" into *p; false for anything else.
+// "fp32", "fp16", "bf16" or "int8" into *p; false for anything else.
 inline bool parse_precision(const std::string& v, kestrel::Precision* p) {
-  if (v == "fp32" || v == "fp16" || v == "bf16") {
-    *p = v == "fp16" ? kestrel::Precision::kFp16 : v == "bf16" ? kestrel::Precision::kBf16 : kestrel::Precision::kFp32;
-    return true;
+  for (kestrel::Precision q : {kestrel::Precision::kFp32, kestrel::Precision::kFp16, kestrel::Precision::kBf16,
+                               kestrel::Precision::kInt8}) {
+    if (v == kestrel::precision_name(q)) {
+      *p = q;
+      return true;
+    }
   }
   return false;
 }
 
-inline const char* precision_name(kestrel::Precision p) {
-  return p == kestrel::Precision::kFp16 ? "fp16" : p == kestrel::Precision::kBf16 ? "bf16" : "fp32";
-}
+inline const char* precision_name(kestrel::Precision p) { return kestrel::precision_name(p); }
 
 // "NAME=fp16" into o->layer_precision; false when malformed.
 inline bool parse_layer_precision(const std::string& v, kestrel::Option* o) {

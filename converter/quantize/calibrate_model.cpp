@@ -100,18 +100,26 @@ Status calibrate(const std::string& model_bytes, size_t count, const InputSource
     }
   }
   std::unique_ptr<fb::ModelT> out(model->UnPack());
+  std::set<std::string> net_inputs;
+  if (model->inputs()) {
+    for (const fb::Input* in : *model->inputs()) net_inputs.insert(model->blobs()->Get(in->blob())->name()->str());
+  }
   std::vector<BlobReport> rows;
   for (size_t b = 0; b < blobs.size(); ++b) {
     const AbsHistogram& h = hist[b];
     if (h.nan_count() > 0 || h.inf_count() > 0 || !std::isfinite(h.max_abs())) {
       return bad("blob '" + blobs[b] + "' holds NaN or an infinity on the calibration inputs: no int8 scale");
     }
-    const float t = threshold(h, options.method, options.percentile);
+    // A network input keeps its whole range: the pre-processing bounds it, and an
+    // image's background is a spike that KL clips the rest of the pixels at (Fashion-
+    // MNIST's black, (0 - mean) * norm, was picked as the threshold).
+    const Method method = net_inputs.count(blobs[b]) ? Method::kMinMax : options.method;
+    const float t = threshold(h, method, options.percentile);
     if (!(t > 0.f)) {
       return bad("blob '" + blobs[b] + "' is 0 on every calibration input: no int8 scale (keep the layers that read " +
                  "it in fp32: --keep-fp32)");
     }
-    BlobReport r{blobs[b], h.max_abs(), t, 127.f / t};
+    BlobReport r{blobs[b], h.max_abs(), t, 127.f / t, method};
     for (auto& blob : out->blobs) {
       if (blob->name == blobs[b]) blob->int8_scale = r.scale;
     }
@@ -130,6 +138,96 @@ Status calibrate(const std::string& model_bytes, size_t count, const InputSource
   if (!(s = check.load(bytes.data(), bytes.size())).ok()) return s.with_context("the calibrated model");
   *out_bytes = std::move(bytes);
   if (report) *report = std::move(rows);
+  return Status::Ok();
+}
+
+namespace {
+
+// The network's outputs for every input, at `opt`.
+Status outputs_of(const std::string& bytes, const Option& opt, size_t count, const InputSource& source,
+                  std::vector<std::vector<Mat>>* outs) {
+  Net net;
+  net.option() = opt;
+  Status s = net.load(bytes.data(), bytes.size());
+  if (!s.ok()) return s;
+  outs->assign(count, {});
+  const std::vector<std::string> names = net.output_names();
+  for (size_t i = 0; i < count; ++i) {
+    std::map<std::string, Mat> inputs;
+    if (!(s = source(i, &inputs)).ok()) return s;
+    Extractor ex = net.create_extractor();
+    for (const auto& [name, m] : inputs) {
+      if (!(s = ex.input(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
+    }
+    for (const std::string& name : names) {
+      Mat m;
+      if (!(s = ex.extract(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
+      (*outs)[i].push_back(m.clone());
+    }
+  }
+  return Status::Ok();
+}
+
+double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::vector<Mat>>& got) {
+  double signal = 0.0, noise = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    for (size_t o = 0; o < ref[i].size(); ++o) {
+      const Mat& r = ref[i][o];
+      const Mat& g = got[i][o];
+      const size_t n = static_cast<size_t>(r.w) * r.h * r.d * r.elempack;
+      const int channels = r.dims >= 3 ? r.c : 1;
+      for (int q = 0; q < channels; ++q) {
+        for (size_t k = 0; k < n; ++k) {
+          const double a = r.channel(q)[k], d = a - g.channel(q)[k];
+          signal += a * a;
+          noise += d * d;
+        }
+      }
+    }
+  }
+  if (!(noise > 0.0)) return kExactSqnrDb;
+  return std::min(kExactSqnrDb, 10.0 * std::log10(signal / noise));
+}
+
+// The layers that run int8 in `model`: Convolutions whose input has a scale, not kept.
+std::vector<std::string> int8_layers(const fb::Model* model) {
+  std::set<std::string> kept;
+  if (const fb::Quantization* q = model->quantization()) {
+    if (q->keep_fp32()) {
+      for (const flatbuffers::String* k : *q->keep_fp32()) kept.insert(k->str());
+    }
+  }
+  std::vector<std::string> out;
+  for (const fb::Layer* l : *model->layers()) {
+    const std::string name = l->name()->str();
+    if (l->type()->str() != "Convolution" || kept.count(name) || !l->bottoms() || l->bottoms()->size() == 0) continue;
+    if (model->blobs()->Get(l->bottoms()->Get(0))->int8_scale() > 0.f) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status sensitivity(const std::string& quantized, size_t count, const InputSource& source, int threads,
+                   std::vector<LayerSensitivity>* layers, double* whole_db) {
+  Option base;
+  base.num_threads = threads;
+  std::vector<std::vector<Mat>> ref, got;
+  Status s = outputs_of(quantized, base, count, source, &ref);
+  if (!s.ok()) return s;
+  if (layers) {
+    layers->clear();
+    for (const std::string& name : int8_layers(fb::GetModel(quantized.data()))) {
+      Option one = base;
+      one.layer_precision[name] = Precision::kInt8;
+      if (!(s = outputs_of(quantized, one, count, source, &got)).ok()) return s;
+      layers->push_back({name, sqnr_db(ref, got)});
+    }
+  }
+  Option all = base;
+  all.precision = Precision::kInt8;
+  if (!(s = outputs_of(quantized, all, count, source, &got)).ok()) return s;
+  *whole_db = sqnr_db(ref, got);
   return Status::Ok();
 }
 

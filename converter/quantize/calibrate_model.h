@@ -26,6 +26,7 @@ struct BlobReport {
   float max_abs = 0.f;    // over every calibration input
   float threshold = 0.f;  // the method's clipping threshold
   float scale = 0.f;      // 127 / threshold
+  Method method = Method::kKl;  // the one used: a network input's is kMinMax
 };
 
 // Calibration input i (0 <= i < count) as input name -> fp32 tensor in the net's
@@ -39,8 +40,25 @@ bool int8_layer_type(const std::string& type);
 // an int8 layer not in keep_fp32 reads or writes, and the model rewritten with them.
 // Errors, and no output: the model does not load, is already quantized, or names in
 // keep_fp32 a layer it lacks; an input fails; a blob holds NaN or an infinity, or is 0
-// on every input (no scale exists: keep the layers that read it in fp32).
+// on every input (no scale exists: keep the layers that read it in fp32). A network
+// input's scale is always its min-max.
 Status calibrate(const std::string& model_bytes, size_t count, const InputSource& source,
                  const CalibrationOptions& options, std::string* out_bytes, std::vector<BlobReport>* report);
+
+// How much int8 costs each layer: the signal-to-quantization-noise ratio of the network's
+// outputs (all of them, over every input: 10 log10(sum ref^2 / sum (ref - got)^2), in
+// dB, higher is better; 200 where they are equal) with that layer alone at
+// Precision::kInt8 and the rest fp32. `quantized` is calibrate()'s output.
+struct LayerSensitivity {
+  std::string layer;
+  double sqnr_db = 0.0;
+};
+constexpr double kExactSqnrDb = 200.0;
+
+// Every layer that runs int8 in `quantized` (a Convolution whose input has a scale and
+// that the calibration did not keep in fp32), in model order (none where `layers` is
+// nullptr), and the whole network at int8 in *whole_db.
+Status sensitivity(const std::string& quantized, size_t count, const InputSource& source, int threads,
+                   std::vector<LayerSensitivity>* layers, double* whole_db);
 
 }  // namespace kestrel::quantize

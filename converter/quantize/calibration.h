@@ -49,12 +49,14 @@ class AbsHistogram {
   uint64_t values() const { return values_; }
   uint64_t nan_count() const { return nan_; }
   uint64_t inf_count() const { return inf_; }
+  // Values exactly 0 (in bin 0): a ReLU's output is mostly these.
+  uint64_t zero_count() const { return zeros_; }
 
  private:
   float max_abs_ = 0.f;
   bool frozen_ = false;
   std::vector<double> bins_ = std::vector<double>(kBins, 0.0);
-  uint64_t values_ = 0, nan_ = 0, inf_ = 0;
+  uint64_t values_ = 0, nan_ = 0, inf_ = 0, zeros_ = 0;
 };
 
 // The clipping threshold of `h` (frozen, pass 2 done) by method m; percentile in

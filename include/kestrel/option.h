@@ -38,9 +38,19 @@ enum class Precision {
   // without bf16 the fast kernels compute them in fp32. Like OpenVINO's bf16 inference
   // precision; accuracy cost in bench/precision/RESULTS.md.
   kBf16,
+  // int8 on a model calibrated by kestrel-quantize (its blobs carry activation scales):
+  // a Convolution whose input has a scale computes with int8 inputs (that scale) and
+  // int8 weights (one scale per output channel, quantized at load), sums in int32, and
+  // writes fp32 (kernels/i8_reference.h). A consumer that is int8 quantizes it again
+  // with its own input's scale, which is what an int8 map between them would hold.
+  // Layers without a scale, those the model's calibration kept in fp32, and every
+  // other layer type run in fp32. Today this is the exact integer oracle on every
+  // kernel set (issue 27 adds the SDOT/VNNI kernels); a model without calibration
+  // runs all fp32.
+  kInt8,
 };
 
-// "fp32", "fp16", "bf16".
+// "fp32", "fp16", "bf16", "int8".
 const char* precision_name(Precision p);
 
 struct Option {

@@ -37,7 +37,9 @@ struct PrepareContext {
   // kFp16: the Net rounds this layer's weights (before load) and outputs (after each
   // forward) to halves; a layer with fp16 arithmetic kernels computes with them.
   // kBf16: a Convolution computes its bf16_pointwise geometries in bf16.
+  // kInt8: a Convolution computes in int8 where its input has a scale (int8_in_scale).
   Precision precision = Precision::kFp32;
+  float int8_in_scale = 0.f;  // kestrel-quantize's scale of inputs[0] (0: none)
 };
 
 struct ForwardContext {
@@ -138,6 +140,8 @@ class Layer {
   // After prepare() at Precision::kBf16: true if the layer computes in bf16 (a
   // Convolution of a kernels::bf16_pointwise geometry). The others are fp32 layers.
   virtual bool computes_bf16() const { return false; }
+  // After prepare() at Precision::kInt8: true if the layer computes in int8.
+  virtual bool computes_int8() const { return false; }
 
   size_t workspace_bytes = 0;
   size_t workspace_per_thread_bytes = 0;

@@ -71,6 +71,7 @@ Status read_blobs(NetImpl& net) {
   if (!m.blobs() || m.blobs()->size() == 0) return corrupt("model has no blobs");
   const size_t n = m.blobs()->size();
   net.blob_names.resize(n);
+  net.blob_int8_scale.assign(n, 0.f);
   for (size_t i = 0; i < n; ++i) {
     const std::string name = m.blobs()->Get(i)->name()->str();
     if (!net.blob_index.emplace(name, static_cast<int>(i)).second) {
@@ -81,6 +82,7 @@ Status read_blobs(NetImpl& net) {
       return corrupt("blob '" + name + "' has int8 scale " + std::to_string(scale) +
                      " (a calibrated scale is finite and above 0; 0 means none)");
     }
+    net.blob_int8_scale[i] = scale;
     net.blob_names[i] = name;
   }
   net.blob_shapes.assign(n, Shape{});
@@ -317,10 +319,12 @@ Status prepare_layers(NetImpl& net, const std::vector<WeightView>& weights, cons
       PrepareContext pc;
       pc.kernels = opt.kernels;
       pc.precision = L.precision;
+      if (L.precision == Precision::kInt8 && !L.bottoms.empty()) pc.int8_in_scale = net.blob_int8_scale[L.bottoms[0]];
       s = L.impl->prepare(in_shapes, out_shapes, pc);
       if (!s.ok()) return s.with_context(what);
-      // kBf16 names the layers that compute in it once their shapes are known.
+      // kBf16 and kInt8 name the layers that compute in them once their shapes are known.
       if (L.precision == Precision::kBf16 && !L.impl->computes_bf16()) L.precision = Precision::kFp32;
+      if (L.precision == Precision::kInt8 && !L.impl->computes_int8()) L.precision = Precision::kFp32;
       step = "checking output shapes";
       for (size_t i = 0; i < L.tops.size(); ++i) {
         s = check_blob_shape(out_shapes[i], net.blob_names[L.tops[i]]);

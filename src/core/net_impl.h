@@ -54,6 +54,7 @@ struct NetImpl {
   std::vector<std::string> blob_names;
   std::unordered_map<std::string, int> blob_index;
   std::vector<Shape> blob_shapes;
+  std::vector<float> blob_int8_scale;       // kestrel-quantize's activation scales, 0: none
   std::vector<int> producer;                // layer index, -1 for network inputs
   std::vector<std::vector<int>> consumers;  // layer indices
   std::vector<bool> is_input;

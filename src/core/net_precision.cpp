@@ -42,7 +42,13 @@ bool has_fp16_path(const std::string& type) {
 }  // namespace
 
 const char* precision_name(Precision p) {
-  return p == Precision::kFp16 ? "fp16" : p == Precision::kBf16 ? "bf16" : "fp32";
+  switch (p) {
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kInt8: return "int8";
+    case Precision::kFp32: break;
+  }
+  return "fp32";
 }
 
 Status check_precision_overrides(const NetImpl& net, const Option& opt) {
@@ -77,11 +83,21 @@ bool raw_input(const NetImpl& net, int b, int depth = 0) {
 }
 
 // p where a layer of this type has a path at p, else fp32. bf16: the convolutions (the
-// layer picks which of them, by geometry: kernels::bf16_pointwise).
+// layer picks which of them, by geometry: kernels::bf16_pointwise); int8: the
+// convolutions (those whose input has a scale: PrepareContext::int8_in_scale).
 Precision available(Precision p, const std::string& type) {
   if (p == Precision::kFp16 && has_fp16_path(type)) return p;
-  if (p == Precision::kBf16 && type == "Convolution") return p;
+  if ((p == Precision::kBf16 || p == Precision::kInt8) && type == "Convolution") return p;
   return Precision::kFp32;
+}
+
+bool kept_fp32(const NetImpl& net, const std::string& name) {
+  const fb::Quantization* q = net.model ? net.model->quantization() : nullptr;
+  if (!q || !q->keep_fp32()) return false;
+  for (const flatbuffers::String* s : *q->keep_fp32()) {
+    if (s && s->str() == name) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -105,6 +121,8 @@ Precision resolve_precision(const NetImpl& net, int li, const Option& opt) {
   // 1.9% of the multiply-adds). In fp16 it alone added a CenterNet box above the
   // threshold (bench/precision/RESULTS.md). It still reads and weighs halves (fp32_stem).
   if (fp32_stem(net, li, opt)) return Precision::kFp32;
+  // The layers the model's calibration kept in fp32 (kestrel-quantize --keep-fp32).
+  if (opt.precision == Precision::kInt8 && kept_fp32(net, L.name)) return Precision::kFp32;
   return available(opt.precision, L.type);
 }
 

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <new>
+#include <vector>
 
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
 #include "kernels/f16_reference.h"
+#include "kernels/i8_reference.h"
 #include "kernels/fc_kernels.h"
 #include "layers/conv_fusion.h"
 #include "layers/conv_spec.h"
@@ -84,6 +86,10 @@ class Convolution final : public Layer {
     // a bf16 kernel where the CPU has one, the bf16 oracle on the reference set.
     g_.bf16 = ctx.precision == Precision::kBf16 && kernels::bf16_pointwise(g_);
     bf16_reference_ = g_.bf16 && ctx.kernels == KernelSet::kReference;
+    // int8 (Precision::kInt8) where the input has a scale and no sum can overflow int32.
+    const size_t taps = static_cast<size_t>(in_per_group_) * c_.kh * c_.kw;
+    i8_ = ctx.precision == Precision::kInt8 && ctx.int8_in_scale > 0.f && taps <= kernels::kMaxProducts;
+    if (i8_) return prepare_int8(ctx.int8_in_scale, taps);
     return choose_kernel(ctx);
   }
 
@@ -91,7 +97,14 @@ class Convolution final : public Layer {
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    if (fc_kernel_) {
+    if (i8_) {
+      // The input quantized with its scale into the workspace, channels unpadded.
+      int8_t* q = static_cast<int8_t*>(ctx.workspace);
+      const size_t plane = static_cast<size_t>(g_.in_h) * g_.in_w;
+      for (int c = 0; c < g_.in_c; ++c) kernels::quantize_i8(in.channel(c), q + c * plane, plane, i8_in_scale_);
+      kernels::conv_reference_i8(g_, w8_.data(), dequant_.data(), bias_, q, plane, 0.f, nullptr, out.data, out.cstep,
+                                 ctx.num_threads);
+    } else if (fc_kernel_) {
       // The GEMV writes contiguous outputs; the output's channels are cstep apart.
       float* y = reinterpret_cast<float*>(static_cast<char*>(ctx.workspace) + fc_workspace_bytes_);
       fc_kernel_->run(fc_g_, packed_.data, in.data, in.cstep, y, kernel_context(ctx));
@@ -178,17 +191,39 @@ class Convolution final : public Layer {
   }
 
   size_t packed_weight_bytes() const override {
-    return (kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes();
+    return (kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes() + w8_.size() +
+           dequant_.size() * sizeof(float);
   }
   // A fast kernel's packing holds the weights and the bias; an F16 kernel weight is
   // never read from the model (WidenedWeight).
   bool reads_weight_in_place(size_t i) const override {
+    if (i == 0 && i8_) return false;  // quantized into w8_
     return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
   }
   bool widens_weight(size_t i) const override { return i == 0; }
   bool computes_bf16() const override { return g_.bf16; }
+  bool computes_int8() const override { return i8_; }
 
  private:
+  // The int8 oracle's operands: the weights quantized per output channel, and per
+  // channel dequant = 1 / (input scale * weight scale) (kernels/i8_reference.h).
+  Status prepare_int8(float in_scale, size_t taps) {
+    kernel_ = nullptr;
+    fc_kernel_ = nullptr;
+    weight_ = widened_.floats();
+    i8_in_scale_ = in_scale;
+    w8_.assign(static_cast<size_t>(g_.out_c) * taps, 0);
+    std::vector<float> w_scale(static_cast<size_t>(g_.out_c));
+    kernels::quantize_rows_i8(weight_, static_cast<size_t>(g_.out_c), taps, w8_.data(), w_scale.data());
+    dequant_.resize(w_scale.size());
+    for (size_t o = 0; o < w_scale.size(); ++o) dequant_[o] = 1.f / (in_scale * w_scale[o]);
+    workspace_bytes = static_cast<size_t>(g_.in_c) * g_.in_h * g_.in_w;
+    kernel_name = "i8_conv_reference";
+    if (widened_.from_halves()) widened_.drop();
+    weight_ = nullptr;
+    return Status::Ok();
+  }
+
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
     Status s = choose_kernel_with_floats(ctx);
@@ -263,6 +298,10 @@ class Convolution final : public Layer {
   bool bf16_reference_ = false;  // the bf16 oracle (reference set, Precision::kBf16)
   bool halves_reference_ = false;  // conv_reference_halves on widened_'s halves
   bool half_weights_ = false;  // the kernel weight's values are halves (WeightView::halves)
+  bool i8_ = false;            // the int8 oracle (Precision::kInt8, the input has a scale)
+  float i8_in_scale_ = 0.f;
+  std::vector<int8_t> w8_;     // [out][in/group][kh][kw], quantized per output channel
+  std::vector<float> dequant_;
   WidenedWeight widened_;      // weight_'s source
 };
 

@@ -2,7 +2,7 @@
 // .kst classifier with Kestrel's public API and reports its top-1 accuracy.
 //
 //   fashion_eval MODEL.kst IMAGES-idx3-ubyte[.gz] LABELS-idx1-ubyte[.gz]
-//                [--probs OUT.npy] [--threads N] [--reference] [--limit N] [--precision fp32|fp16|bf16]
+//                [--probs OUT.npy] [--threads N] [--reference] [--limit N] [--precision fp32|fp16|bf16|int8]
 //
 // Each image is preprocessed as the model's metadata says (input_size "28x28",
 // channel_order "gray", (pixel - mean) * norm on 0..255 values) and run with one
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   if (pos.size() != 3) {
     std::fprintf(stderr,
                  "usage: fashion_eval MODEL.kst IMAGES-idx3-ubyte[.gz] LABELS-idx1-ubyte[.gz] [--probs OUT.npy] "
-                 "[--threads N] [--reference] [--limit N] [--precision fp32|fp16|bf16]\n");
+                 "[--threads N] [--reference] [--limit N] [--precision fp32|fp16|bf16|int8]\n");
     return 2;
   }
   const std::string& model = pos[0];

@@ -37,6 +37,12 @@ def fails(name, r, code, out, *needles):
     check(f"{name}: exit {code}, no output, message names {needles}", ok, r)
 
 
+def report_rows(stdout):
+    """The report's rows: blob, max |x|, threshold, scale, method."""
+    row = re.compile(r"^\S+\s+[-+0-9.e]+\s+[-+0-9.e]+\s+[-+0-9.e]+\s+(kl|minmax|percentile)$")
+    return [line.split() for line in stdout.splitlines() if row.match(line)]
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = pathlib.Path(tmp)
@@ -53,13 +59,20 @@ def main():
         out = d / "v1_q.kst"
         r = run(QUANTIZE, model, *images, "-o", out, "--method", "minmax")
         check("a calibration writes the model", r.returncode == 0 and out.exists(), r)
-        rows = [l.split() for l in r.stdout.splitlines() if re.match(r"^\S+\s+[-+0-9.e]+\s+[-+0-9.e]+\s+[-+0-9.e]+$", l)]
+        rows = report_rows(r.stdout)
         scales = [float(x[3]) for x in rows]
         check("the report lists int8 blobs, each with a finite positive scale",
               len(rows) > 10 and all(np.isfinite(s) and s > 0 for s in scales), r)
         check("the summary counts them", f"wrote {out}: {len(rows)} blob scales by minmax over 3 images" in r.stdout, r)
         r = run(RUN, out, images[0])
         check("the calibrated model runs (fp32)", r.returncode == 0, r)
+        r = run(RUN, out, images[0], "--precision", "int8")
+        check("the calibrated model runs (int8)", r.returncode == 0, r)
+        kl = d / "v1_kl.kst"
+        r = run(QUANTIZE, model, *images, "-o", kl)
+        methods = {row[0]: row[4] for row in report_rows(r.stdout)}
+        check("KL by default, min-max for the network input",
+              methods.get("data") == "minmax" and set(methods.values()) == {"kl", "minmax"}, r)
 
         again = d / "again.kst"
         fails("a model already calibrated", run(QUANTIZE, out, *images, "-o", again), 1, again, "already")

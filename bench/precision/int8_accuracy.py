@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""What int8 costs on trained networks and real photos (issue 27): each model calibrated
+by kestrel-quantize on images it is not evaluated on, then run at Option::precision int8
+against fp32 on the same inputs.
+
+    /usr/bin/python3 bench/precision/int8_accuracy.py --build build/release [--methods kl,minmax,percentile]
+        [--out bench/precision/RESULTS_INT8.md]
+
+- Fashion-MNIST (models/fashion/fashion_onnx.kst): calibrated on the first --fashion-calib
+  training images (PNG files written here), evaluated on the whole test set: top-1 and the
+  change from fp32 (bound: 0.5 point).
+- MoveNet, BlazeFace and CenterNet (the TF.js models): calibrated on ../shared/images
+  (a cat and five VOC photos), evaluated on face-api's six sample photos: keypoints'
+  mean distance from fp32 in input pixels (bound: 2 px), and the fp32 boxes found again
+  at IoU >= 0.8 with none new above the score threshold.
+
+Needs kestrel-convert, kestrel-quantize, kestrel-run and fashion_eval in --build,
+dataset-fashion-mnist, the TF.js models (tools/realmodels.sh) and ../shared/images.
+"""
+import argparse
+import gzip
+import json
+import os
+import pathlib
+import re
+import sys
+import tempfile
+
+import cv2
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import accuracy  # noqa: E402
+from accuracy import REPO, FASHION_DATA, realmodels, run, boxes, iou, cpu_name  # noqa: E402
+
+SHARED_IMAGES = REPO.parent / "shared" / "images"
+
+
+def compare_boxes(want, got, thresh):
+    """As accuracy.compare_boxes, at IoU >= thresh."""
+    found, worst, used = 0, 1.0, set()
+    for lw, bw in want:
+        best, bi = 0.0, -1
+        for i, (lg, bg) in enumerate(got):
+            if lg == lw and i not in used and iou(bw, bg) > best:
+                best, bi = iou(bw, bg), i
+        worst = min(worst, best)
+        if best >= thresh:
+            found += 1
+            used.add(bi)
+    return found, len(want), len(got) - len(used), worst
+
+
+def fashion_calibration(d, n):
+    raw = gzip.open(FASHION_DATA / "train-images-idx3-ubyte.gz").read()
+    imgs = np.frombuffer(raw, np.uint8, offset=16).reshape(-1, 28, 28)[:n]
+    paths = []
+    for i, im in enumerate(imgs):
+        p = d / f"fashion_train_{i:05d}.png"
+        cv2.imwrite(str(p), im)
+        paths.append(p)
+    return paths
+
+
+def quantize(build, model, images, out, method, extra=()):
+    return run([build / "kestrel-quantize", model, *images, "-o", out, "--method", method, *extra])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--out")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--methods", default="kl,minmax,percentile")
+    ap.add_argument("--fashion-calib", type=int, default=1000)
+    ap.add_argument("--models", default="fashion,movenet,blazeface,centernet")
+    ap.add_argument("--keep-below", default="", help="also each method with kestrel-quantize --keep-below DB "
+                    "(comma-separated list of DB)")
+    a = ap.parse_args()
+    build = pathlib.Path(a.build)
+    methods = a.methods.split(",")
+    wanted = a.models.split(",")
+    calib_photos = sorted(SHARED_IMAGES.glob("*.jpg"))
+    if not calib_photos:
+        sys.exit(f"no calibration photos in {SHARED_IMAGES}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kestrel_int8_") as tmp:
+        tmp = pathlib.Path(tmp)
+        if "fashion" in wanted:
+            ev = build / "tests" / "fashion" / "fashion_eval"
+            model = REPO / "models" / "fashion" / "fashion_onnx.kst"
+            data = [FASHION_DATA / "t10k-images-idx3-ubyte.gz", FASHION_DATA / "t10k-labels-idx1-ubyte.gz"]
+
+            def top1(kst, prec):
+                text = run([ev, kst, *data, "--precision", prec, "--threads", a.threads])
+                return float(re.search(r"accuracy ([0-9.]+)%", text).group(1))
+
+            base = top1(model, "fp32")
+            rows.append(("Fashion-MNIST (10,000 test images)", "fp32", f"top-1 {base:.2f}%", "-"))
+            calib = fashion_calibration(tmp, a.fashion_calib)
+            for m in methods:
+                q = tmp / f"fashion_{m}.kst"
+                quantize(build, model, calib, q, m)
+                acc = top1(q, "int8")
+                dlt = acc - base
+                rows.append((f"Fashion-MNIST (10,000 test images; calibrated on {len(calib)} training images)",
+                             f"int8 {m}", f"top-1 {acc:.2f}%",
+                             f"{dlt:+.2f} point" + (" (ok)" if abs(dlt) <= 0.5 else " (over 0.5)")))
+
+        paths = realmodels.fetch()
+        photos = [pathlib.Path(paths["FACEAPI_DEMO"]) / f"sample{i}.jpg" for i in range(1, 7)]
+        for m in [x for x in realmodels.MODELS if x.name in ("movenet", "blazeface", "centernet") and x.name in wanted]:
+            kst = tmp / f"{m.name}.kst"
+            cmd = [build / "kestrel-convert", "tfjs", pathlib.Path(paths["HUMAN_MODELS"]) / m.file, kst]
+            for meta in m.meta:
+                cmd += ["--meta", meta]
+            run(cmd)
+
+            def infer(model, prec, tag):
+                res = {}
+                for p in photos:
+                    out = tmp / f"{m.name}_{tag}_{p.stem}.json"
+                    run([build / "kestrel-run", model, p, "--precision", prec, "--json", out, "--threads", a.threads])
+                    res[p.stem] = json.loads(out.read_text())
+                return res
+
+            want = infer(kst, "fp32", "fp32")
+            variants = [(meth, ()) for meth in methods]
+            variants += [(meth, ("--keep-below", db)) for db in a.keep_below.split(",") if db for meth in methods]
+            for meth, extra in variants:
+                tag = meth + (f", layers under {extra[1]} dB kept fp32" if extra else "")
+                q = tmp / f"{m.name}_{meth}_{len(extra) and extra[1]}.kst"
+                text = quantize(build, kst, calib_photos, q, meth, extra)
+                kept = re.search(r"with (\d+) layers kept in fp32: ([-0-9.]+) dB", text)
+                if kept:
+                    tag += f" ({kept.group(1)} layers; {kept.group(2)} dB)"
+                got = infer(q, "int8", f"{meth}{len(extra) and extra[1]}")
+                meth = tag
+                if m.name == "movenet":
+                    dists = []
+                    for p in photos:
+                        w, g = want[p.stem], got[p.stem]
+                        s = w["preprocess"]["scale"]
+                        for pw, pg in zip(w["poses"], g["poses"]):
+                            for kw, kg in zip(pw["keypoints"], pg["keypoints"]):
+                                dists.append(((kw[0] - kg[0]) * s[0]) ** 2 + ((kw[1] - kg[1]) * s[1]) ** 2)
+                    dists = [x ** 0.5 for x in dists]
+                    mean = sum(dists) / len(dists)
+                    rows.append((f"MoveNet Lightning 192 (6 photos, {len(dists)} keypoints)", f"int8 {meth}",
+                                 f"keypoints {mean:.3f} px mean, {max(dists):.3f} px max from fp32",
+                                 "ok (<= 2 px mean)" if mean <= 2.0 else "over 2 px"))
+                else:
+                    key = "faces" if m.name == "blazeface" else "objects"
+                    found = total = new = 0
+                    worst = 1.0
+                    for p in photos:
+                        f, t, n, wi = compare_boxes(boxes(want[p.stem], key), boxes(got[p.stem], key), 0.8)
+                        found, total, new, worst = found + f, total + t, new + n, min(worst, wi)
+                    label = "BlazeFace 256" if m.name == "blazeface" else "CenterNet MobileNetV3 512"
+                    rows.append((f"{label} (6 photos, {total} boxes at fp32)", f"int8 {meth}",
+                                 f"{found}/{total} found again (IoU >= 0.8, worst {worst:.3f}), {new} new",
+                                 "ok" if found == total and new == 0 else "NOT within the bound"))
+
+    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. int8: kestrel-quantize's scales (method as named), "
+             "the int8 oracle (kernels::conv_reference_i8) on every Convolution whose input has a scale.", "",
+             "| model | precision | result | against fp32 |", "|---|---|---|---|"]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        pathlib.Path(a.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
