@@ -82,6 +82,29 @@ def compare_boxes(want, got):
     return found, len(want), len(got) - len(used), worst
 
 
+def keypoint_distances(want, got, photos):
+    """Each keypoint's distance between two pose results per photo, in input pixels."""
+    dists = []
+    for p in photos:
+        w, g = want[p.stem], got[p.stem]
+        s = w["preprocess"]["scale"]
+        for pw, pg in zip(w["poses"], g["poses"]):
+            for kw, kg in zip(pw["keypoints"], pg["keypoints"]):
+                dists.append((((kw[0] - kg[0]) * s[0]) ** 2 + ((kw[1] - kg[1]) * s[1]) ** 2) ** 0.5)
+    return dists
+
+
+def box_totals(want, got, photos, key, compare=None):
+    """found, total, new, worst IoU summed over the photos (compare: compare_boxes)."""
+    compare = compare or compare_boxes
+    found = total = new = 0
+    worst = 1.0
+    for p in photos:
+        f, t, n, wi = compare(boxes(want[p.stem], key), boxes(got[p.stem], key))
+        found, total, new, worst = found + f, total + t, new + n, min(worst, wi)
+    return found, total, new, worst
+
+
 def build_dir(a):
     return pathlib.Path(a.build)
 
@@ -136,28 +159,17 @@ def main():
                          "--threads", a.threads])
                     results[(prec, kern, p.stem)] = json.loads(out.read_text())
             for prec, kern in configs[1:]:
+                want = {p.stem: results[("fp32", "fast", p.stem)] for p in photos}
+                got = {p.stem: results[(prec, kern, p.stem)] for p in photos}
                 if m.name == "movenet":
-                    dists = []
-                    for p in photos:
-                        w = results[("fp32", "fast", p.stem)]
-                        g = results[(prec, kern, p.stem)]
-                        s = w["preprocess"]["scale"]
-                        for pw, pg in zip(w["poses"], g["poses"]):
-                            for kw, kg in zip(pw["keypoints"], pg["keypoints"]):
-                                dists.append(((kw[0] - kg[0]) * s[0]) ** 2 + ((kw[1] - kg[1]) * s[1]) ** 2)
-                    dists = [d ** 0.5 for d in dists]
+                    dists = keypoint_distances(want, got, photos)
                     mean = sum(dists) / len(dists)
                     rows.append((f"MoveNet Lightning 192 (6 photos, {len(dists)} keypoints)", f"{prec} {kern}",
                                  f"keypoints {mean:.3f} px mean, {max(dists):.3f} px max from fp32",
                                  "ok (<= 1 px mean)" if mean <= 1.0 else "over 1 px"))
                 else:
                     key = "faces" if m.name == "blazeface" else "objects"
-                    found = total = new = 0
-                    worst = 1.0
-                    for p in photos:
-                        f, t, n, wi = compare_boxes(boxes(results[("fp32", "fast", p.stem)], key),
-                                                    boxes(results[(prec, kern, p.stem)], key))
-                        found, total, new, worst = found + f, total + t, new + n, min(worst, wi)
+                    found, total, new, worst = box_totals(want, got, photos, key)
                     label = "BlazeFace 256" if m.name == "blazeface" else "CenterNet MobileNetV3 512"
                     rows.append((f"{label} (6 photos, {total} boxes at fp32)", f"{prec} {kern}",
                                  f"{found}/{total} found again (IoU >= 0.9, worst {worst:.3f}), {new} new",

@@ -32,7 +32,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import accuracy  # noqa: E402
-from accuracy import REPO, FASHION_DATA, realmodels, run, boxes, iou, cpu_name  # noqa: E402
+from accuracy import REPO, FASHION_DATA, realmodels, run, iou, cpu_name  # noqa: E402
 
 SHARED_IMAGES = REPO.parent / "shared" / "images"
 
@@ -138,25 +138,15 @@ def main():
                 got = infer(q, "int8", f"{meth}{len(extra) and extra[1]}")
                 meth = tag
                 if m.name == "movenet":
-                    dists = []
-                    for p in photos:
-                        w, g = want[p.stem], got[p.stem]
-                        s = w["preprocess"]["scale"]
-                        for pw, pg in zip(w["poses"], g["poses"]):
-                            for kw, kg in zip(pw["keypoints"], pg["keypoints"]):
-                                dists.append(((kw[0] - kg[0]) * s[0]) ** 2 + ((kw[1] - kg[1]) * s[1]) ** 2)
-                    dists = [x ** 0.5 for x in dists]
+                    dists = accuracy.keypoint_distances(want, got, photos)
                     mean = sum(dists) / len(dists)
                     rows.append((f"MoveNet Lightning 192 (6 photos, {len(dists)} keypoints)", f"int8 {meth}",
                                  f"keypoints {mean:.3f} px mean, {max(dists):.3f} px max from fp32",
                                  "ok (<= 2 px mean)" if mean <= 2.0 else "over 2 px"))
                 else:
                     key = "faces" if m.name == "blazeface" else "objects"
-                    found = total = new = 0
-                    worst = 1.0
-                    for p in photos:
-                        f, t, n, wi = compare_boxes(boxes(want[p.stem], key), boxes(got[p.stem], key), 0.8)
-                        found, total, new, worst = found + f, total + t, new + n, min(worst, wi)
+                    found, total, new, worst = accuracy.box_totals(want, got, photos, key,
+                                                                   lambda w, g: compare_boxes(w, g, 0.8))
                     label = "BlazeFace 256" if m.name == "blazeface" else "CenterNet MobileNetV3 512"
                     rows.append((f"{label} (6 photos, {total} boxes at fp32)", f"int8 {meth}",
                                  f"{found}/{total} found again (IoU >= 0.8, worst {worst:.3f}), {new} new",

@@ -24,6 +24,17 @@ void for_values(const Mat& m, Fn&& fn) {
   for (int q = 0; q < channels; ++q) fn(m.channel(q), n);
 }
 
+// Calibration input i into `ex`.
+Status feed(const InputSource& source, size_t i, Extractor& ex) {
+  std::map<std::string, Mat> inputs;
+  Status s = source(i, &inputs);
+  if (!s.ok()) return s;
+  for (const auto& [name, m] : inputs) {
+    if (!(s = ex.input(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool int8_layer_type(const std::string& type) {
@@ -77,12 +88,8 @@ Status calibrate(const std::string& model_bytes, size_t count, const InputSource
   std::vector<AbsHistogram> hist(blobs.size());
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < count; ++i) {
-      std::map<std::string, Mat> inputs;
-      if (!(s = source(i, &inputs)).ok()) return s;
       Extractor ex = net.create_extractor();
-      for (const auto& [name, m] : inputs) {
-        if (!(s = ex.input(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
-      }
+      if (!(s = feed(source, i, ex)).ok()) return s;
       for (size_t b = 0; b < blobs.size(); ++b) {
         Mat m;
         if (!(s = ex.extract(blobs[b], m)).ok()) return s.with_context("calibration input " + std::to_string(i));
@@ -153,12 +160,8 @@ Status outputs_of(const std::string& bytes, const Option& opt, size_t count, con
   outs->assign(count, {});
   const std::vector<std::string> names = net.output_names();
   for (size_t i = 0; i < count; ++i) {
-    std::map<std::string, Mat> inputs;
-    if (!(s = source(i, &inputs)).ok()) return s;
     Extractor ex = net.create_extractor();
-    for (const auto& [name, m] : inputs) {
-      if (!(s = ex.input(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
-    }
+    if (!(s = feed(source, i, ex)).ok()) return s;
     for (const std::string& name : names) {
       Mat m;
       if (!(s = ex.extract(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
