@@ -105,6 +105,17 @@ def box_totals(want, got, photos, key, compare=None):
     return found, total, new, worst
 
 
+def write_table(intro, column, rows, out):
+    """Prints intro and the rows (model, `column`, result, against fp32) as Markdown, and
+    writes them to out when given."""
+    lines = [intro, "", f"| model | {column} | result | against fp32 |", "|---|---|---|---|"]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        pathlib.Path(out).write_text(text)
+
+
 def build_dir(a):
     return pathlib.Path(a.build)
 
@@ -182,13 +193,8 @@ def main():
         where = ("`bf16 fast`: the AVX512-BF16 kernels on the 1x1 layers of >= 128 inputs and >= 32 outputs (fp32 on a CPU "
                  "without them)")
         oracle = "the bf16 oracle (kernels::conv_reference_bf16, the same layers)"
-    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. {where}; `ref`: {oracle}.", "",
-             "| model | precision, kernels | result | against fp32 |", "|---|---|---|---|"]
-    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if a.out:
-        pathlib.Path(a.out).write_text(text)
+    write_table(f"Host: {cpu_name()}, {os.cpu_count()} CPUs. {where}; `ref`: {oracle}.", "precision, kernels", rows,
+                a.out)
 
 
 if __name__ == "__main__":

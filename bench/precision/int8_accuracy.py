@@ -152,14 +152,9 @@ def main():
                                  f"{found}/{total} found again (IoU >= 0.8, worst {worst:.3f}), {new} new",
                                  "ok" if found == total and new == 0 else "NOT within the bound"))
 
-    lines = [f"Host: {cpu_name()}, {os.cpu_count()} CPUs. int8: kestrel-quantize's scales (method as named), "
-             "the int8 oracle (kernels::conv_reference_i8) on every Convolution whose input has a scale.", "",
-             "| model | precision | result | against fp32 |", "|---|---|---|---|"]
-    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if a.out:
-        pathlib.Path(a.out).write_text(text)
+    accuracy.write_table(f"Host: {cpu_name()}, {os.cpu_count()} CPUs. int8: kestrel-quantize's scales (method as "
+                         "named), the int8 oracle (kernels::conv_reference_i8) on every Convolution whose input has a "
+                         "scale.", "precision", rows, a.out)
 
 
 if __name__ == "__main__":
