@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "kernels/i8_reference.h"
+#include "kernels/i8_conv_kernels.h"
+#include "kestrel/model_zoo.h"
 #include "kestrel/net.h"
 #include "conv_test_util.h"
 #include "kernel_test_util.h"
@@ -404,5 +406,48 @@ TEST_SUITE("quantize") {
     const auto seen = precisions(net, inputs[0]);
     CHECK(seen.at("c") == kestrel::Precision::kFp32);
     CHECK(seen.at("a") == kestrel::Precision::kInt8);
+  }
+
+  TEST_CASE("int8: the fast kernels give the reference set's int8 oracle bits on a MobileNet, any thread count") {
+    // Pointwise layers on the int8 kernels (VNNI here), depthwise layers and the stem on
+    // fp32 kernels over the quantized values (exact: kExactFloatTaps).
+    const std::vector<uint8_t> raw = kestrel::mobilenet_v1({3, 64}).serialize();
+    const std::string bytes(raw.begin(), raw.end());
+    kestrel::Net fp32;
+    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
+    std::vector<kestrel::Mat> inputs;
+    for (uint32_t seed = 1; seed <= 2; ++seed) inputs.push_back(kt::random_input(fp32, "data", seed));
+    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
+      (*in)["data"] = inputs[i];
+      return kestrel::Status::Ok();
+    };
+    q::CalibrationOptions opt;
+    opt.method = q::Method::kMinMax;
+    std::string quantized;
+    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &quantized, nullptr).ok());
+    auto run = [&](kestrel::KernelSet kernels, int threads, std::map<std::string, std::string>* ran) {
+      kestrel::Net net;
+      net.option().precision = kestrel::Precision::kInt8;
+      net.option().kernels = kernels;
+      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
+      kestrel::Extractor ex = net.create_extractor();
+      ex.set_num_threads(threads);
+      if (ran) ex.set_observer([&](const kestrel::LayerEvent& e) { (*ran)[e.layer_name] = e.kernel; });
+      REQUIRE(ex.input("data", inputs[0]).ok());
+      kestrel::Mat m;
+      REQUIRE(ex.extract("conv6/sep", m).ok());
+      return m.clone();
+    };
+    std::map<std::string, std::string> ran;
+    const kestrel::Mat want = run(kestrel::KernelSet::kReference, 1, nullptr);
+    CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, 1, &ran), want));
+    CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, 3, nullptr), want));
+    CHECK(ran.at("conv1").rfind("i8_f32_", 0) == 0);
+    CHECK(ran.at("conv5_1/dw").rfind("i8_f32_", 0) == 0);
+    const bool vnni = kestrel::kernels::select_i8_conv_kernel(
+                          kt::pointwise(256, 4, 4, 256, kestrel::fb::ActivationType::ReLU),
+                          kestrel::kernels::active_isa()) != nullptr;
+    CHECK((ran.at("conv5_1/sep").rfind("i8_conv1x1", 0) == 0) == vnni);
+    if (!vnni) MESSAGE("no int8 kernel runs on this CPU: pointwise layers take the exact fp32 route");
   }
 }

@@ -2,16 +2,23 @@
 // per-channel weight scales, and the convolution against independent computations:
 // exact integer sums (a naive int64 loop), the dequantized fp32 convolution, and the
 // int8 output as the quantized fp32 output; on the usual edge shapes, 1 and 4 threads.
+// Then every int8 kernel against the oracle, bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "conv_test_util.h"
+#include "kernel_test_util.h"
 #include "kernels/conv_kernels.h"
+#include "kernels/elementwise_kernels.h"
+#include "kernels/i8_conv_kernels.h"
 #include "kernels/i8_reference.h"
 
 namespace k = kestrel::kernels;
@@ -169,5 +176,121 @@ TEST_SUITE("kernels") {
     k::conv_reference_i8(g, w.data(), &one, &zero, in.data(), 1, 0.f, nullptr, &out, 1, 1);
     CHECK(out == static_cast<float>(int64_t{-127} * 127 * static_cast<int64_t>(k::kMaxProducts)));
     CHECK(int64_t{127} * 127 * static_cast<int64_t>(k::kMaxProducts) <= std::numeric_limits<int32_t>::max());
+  }
+}
+
+namespace {
+
+using kestrel::Mat;
+using kestrel::Shape;
+using Act = kestrel::fb::ActivationType;
+
+// The oracle on `in` as a Convolution layer runs it without a kernel: the input
+// quantized channel by channel, then conv_reference_i8 to fp32.
+Mat oracle_i8(const k::ConvGeometry& g, const Mat& in, float in_scale, const std::vector<int8_t>& w,
+              const std::vector<float>& dequant, const float* bias) {
+  const size_t plane = size_t(g.in_h) * g.in_w;
+  std::vector<int8_t> q(plane * g.in_c);
+  for (int c = 0; c < g.in_c; ++c) k::quantize_i8(in.channel(c), q.data() + c * plane, plane, in_scale);
+  Mat out;
+  REQUIRE(out.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
+  k::conv_reference_i8(g, w.data(), dequant.data(), bias, q.data(), plane, 0.f, nullptr, out.data, out.cstep, 1);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("int8 kernels equal the int8 oracle bit for bit: edge shapes, activations, 1 and 4 threads") {
+    const auto kernels = kt::runnable_kernels(k::i8_conv_kernels());
+    bool any = false;
+    for (const k::I8ConvKernel* kern : kernels) any = any || k::active_has(kern->feature);
+    if (!any) {
+      MESSAGE("skipped: no int8 kernel runs on this CPU");
+      return;
+    }
+    struct Case {
+      int in_c, out_c, h, w;
+      Act act;
+      bool bias;
+    };
+    // Channel counts that are and are not multiples of a quad and of a 32-channel
+    // panel, maps of 1 pixel, of fewer than a 12-pixel group, of groups with a short
+    // last one, and one of thousands of quads.
+    const Case cases[] = {
+        {1, 1, 1, 1, Act::None, false},     {3, 5, 3, 5, Act::ReLU, true},     {4, 32, 4, 3, Act::Clip, true},
+        {5, 33, 1, 13, Act::LeakyReLU, true}, {16, 17, 12, 1, Act::None, true}, {33, 64, 7, 7, Act::Clip, true},
+        {130, 70, 13, 11, Act::ReLU, false}, {64, 40, 14, 14, Act::Sigmoid, true}, {256, 96, 5, 5, Act::Clip, true},
+        {4097, 35, 2, 3, Act::None, true},
+    };
+    std::mt19937 rng(29);
+    std::uniform_int_distribution<int> q8(-127, 127);
+    std::uniform_real_distribution<float> u(0.5f, 2.f);
+    std::map<std::string, int> tested;
+    for (const Case& c : cases) {
+      k::ConvGeometry g = kt::pointwise(c.in_c, c.h, c.w, c.out_c, c.act, c.bias);
+      INFO(kt::describe_conv(g));
+      Mat in;
+      REQUIRE(in.create(Shape::make3(g.in_w, g.in_h, g.in_c)));
+      kt::fill_random(in, rng, -3.f, 3.f);
+      // Ties to round to even, values past +-127 to saturate, and a NaN (to 0).
+      const float in_scale = 50.f;
+      in.channel(0)[0] = 2.5f / in_scale;
+      if (in.total() > 3) in.channel(0)[1] = -3.5f / in_scale, in.channel(0)[2] = NAN;
+      std::vector<int8_t> w(size_t(g.out_c) * g.in_c);
+      for (auto& v : w) v = static_cast<int8_t>(q8(rng));
+      w[0] = -127;  // the most negative weight against the largest u8 input
+      std::vector<float> dequant(g.out_c), bias(g.out_c);
+      for (int o = 0; o < g.out_c; ++o) {
+        dequant[o] = 1.f / (in_scale * 100.f * u(rng));
+        bias[o] = u(rng) - 1.25f;
+      }
+      const float* b = c.bias ? bias.data() : nullptr;
+      // ReLU, LeakyReLU and Clip are the oracle's bit for bit; the exp-based ones are the
+      // ISA's activation kernel on the oracle's values (the epilogue runs it).
+      const bool vector_act = c.act == Act::Sigmoid;
+      k::ConvGeometry sums = g;
+      if (vector_act) sums.act = kestrel::ActivationSpec();
+      Mat want = oracle_i8(sums, in, in_scale, w, dequant, b);
+      if (vector_act) {
+        const auto* act = k::select_activation_kernel(g.act, k::active_isa());
+        REQUIRE(act);
+        const size_t plane = size_t(g.out_h) * g.out_w;
+        for (int q = 0; q < g.out_c; ++q) act->run(g.act, want.channel(q), want.channel(q), plane);
+      }
+      for (const k::I8ConvKernel* kern : kernels) {
+        if (!k::active_has(kern->feature)) continue;
+        INFO(kern->name);
+        REQUIRE(kern->supports(g));
+        Mat packed;
+        REQUIRE(packed.create(Shape::make1(static_cast<int>(kern->packed_bytes(g) / 4) + 1)));
+        kern->pack(g, w.data(), dequant.data(), b, packed.data);
+        Mat src = in.clone();  // NaN in the channel padding: a kernel must not read it
+        const size_t plane = size_t(src.w) * src.h;
+        for (int q = 0; q < src.c; ++q) std::fill(src.channel(q) + plane, src.channel(q) + src.cstep, NAN);
+        for (int threads : {1, 4}) {
+          INFO("threads " << threads);
+          Mat out;
+          REQUIRE(out.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
+          kt::fill_sentinel(out);
+          kt::KernelScratch scratch;
+          const auto ctx = scratch.make(0, kern->workspace_per_thread_bytes(g), threads);
+          kern->run(g, packed.data, src.data, src.cstep, in_scale, out.data, out.cstep, ctx);
+          CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
+          CHECK(kt::same_plane_values(out, want));
+        }
+        tested[kern->name]++;
+        // Only the geometries it computes: not 3x3, strided, grouped or blocked ones.
+        k::ConvGeometry other = g;
+        other.kh = other.kw = 3, other.pad_top = other.pad_left = 1;
+        CHECK_FALSE(kern->supports(other));
+        other = g;
+        other.out_pack = 16;
+        CHECK_FALSE(kern->supports(other));
+      }
+    }
+    for (const k::I8ConvKernel* kern : kernels) {
+      if (k::active_has(kern->feature)) CHECK_MESSAGE(tested[kern->name] > 0, kern->name);
+    }
   }
 }

@@ -1,6 +1,7 @@
 // aarch64 kernel registries, in priority order: a specialised kernel before a general
 // one, so select_*_kernel picks the most specific kernel that claims a geometry.
 #include "arm/arm_kernels.h"
+#include "kernels/i8_conv_kernels.h"
 
 namespace kestrel::kernels::detail {
 
@@ -24,6 +25,11 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
       &arm::kF32ConvSgemm_Neon,
   };
 }
+
+// No int8 kernels yet (issue 27: SDOT and SMLAL): int8 layers run the fp32 kernels on
+// quantized values where that is exact (kExactFloatTaps), else conv_reference_i8.
+std::vector<const I8ConvKernel*> arch_i8_conv_kernels() { return {}; }
+std::vector<const I8MapKernel*> arch_i8_map_kernels() { return {}; }
 
 std::vector<const PoolKernel*> arch_pool_kernels() {
   return {

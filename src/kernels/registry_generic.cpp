@@ -4,6 +4,7 @@
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
 #include "kernels/half_kernels.h"
+#include "kernels/i8_conv_kernels.h"
 #include "kernels/interp_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
@@ -11,6 +12,8 @@
 namespace kestrel::kernels::detail {
 
 std::vector<const ConvKernel*> arch_conv_kernels() { return {}; }
+std::vector<const I8ConvKernel*> arch_i8_conv_kernels() { return {}; }
+std::vector<const I8MapKernel*> arch_i8_map_kernels() { return {}; }
 
 std::vector<const PoolKernel*> arch_pool_kernels() { return {}; }
 std::vector<const InterpKernel*> arch_interp_kernels() { return {}; }

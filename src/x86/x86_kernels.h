@@ -5,6 +5,7 @@
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
 #include "kernels/half_kernels.h"
+#include "kernels/i8_conv_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
 
@@ -63,6 +64,10 @@ extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
 // bf16 arithmetic (Precision::kBf16) on the pointwise layers of bf16_pointwise(), where
 // the CPU has AVX512-BF16 (src/x86/bf16_conv1x1_32x12_avx512bf16.cpp).
 extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
+// int8 arithmetic (Precision::kInt8) on 1x1 layers, where the CPU has AVX512-VNNI
+// (src/x86/i8_conv1x1_32x12_avx512vnni.cpp).
+extern const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni;
+extern const I8MapKernel kI8Map_Avx512;  // int8 maps held as floats (i8_map_avx512.cpp)
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
 extern const ConvKernel kF32ConvSgemm_32x12_F16w_Avx512;

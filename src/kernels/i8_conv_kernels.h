@@ -1,0 +1,80 @@
+// The int8 convolution kernel family (Precision::kInt8): one registry that the
+// Convolution layer, the kernel tests and the benchmarks read, as conv_kernels.h is for
+// fp32. Each kernel's results equal conv_reference_i8's bit for bit (i8_reference.h) on
+// the same int8 operands; a geometry no kernel claims runs that oracle.
+//
+// A kernel reads the fp32 input map and quantizes it with the layer's input scale as it
+// packs it (quantize_i8's rounding and saturation), so an int8 layer after an fp32 one
+// costs no separate pass over its input.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/conv_kernels.h"
+#include "kernels/i8_reference.h"
+#include "kernels/isa.h"
+#include "kernels/kernel_context.h"
+
+namespace kestrel::kernels {
+
+struct I8ConvKernel {
+  const char* name;  // what it computes, its tile and ISA: "i8_conv1x1_32x12_avx512vnni"
+  Isa isa;
+  // Runs only where the CPU has this feature (Feature::kDot8 for VNNI and SDOT).
+  Feature feature;
+  // True if this kernel computes `g` (planar operands; its activation included).
+  bool (*supports)(const ConvGeometry& g);
+  // Bytes of packed weights for `g`.
+  size_t (*packed_bytes)(const ConvGeometry& g);
+  // Packs `weight` ([out_c][taps], quantized per output channel: quantize_rows_i8),
+  // dequant[out_c] (1 / (input scale * weight scale)) and `bias` (out_c floats, or
+  // nullptr) into `packed` (packed_bytes(g) bytes, kAlignment-aligned).
+  void (*pack)(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias,
+               void* packed);
+  // Per-thread scratch bytes run() needs (thread 0's may serve all threads).
+  size_t (*workspace_per_thread_bytes)(const ConvGeometry& g);
+  // The whole fp32 output from the fp32 input quantized with in_scale; operands as
+  // ConvKernel::run's (planar, channels cstep floats apart). The result must not depend
+  // on ctx.num_threads.
+  void (*run)(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale,
+              float* out, size_t out_cstep, const KernelContext& ctx);
+};
+
+// Every int8 convolution kernel compiled into this binary, in priority order.
+const std::vector<const I8ConvKernel*>& i8_conv_kernels();
+
+// The kernel for `g` under `isa` with the active CPU features, or nullptr (the oracle).
+const I8ConvKernel* select_i8_conv_kernel(const ConvGeometry& g, Isa isa);
+
+// int8 layers no int8 kernel takes, on fp32 kernels: an int8 product is exact in fp32,
+// and so is any sum of at most kExactFloatTaps of them (|sum| <= 127 * 127 * taps <
+// 2^24), in any order. So a direct-summation fp32 kernel (ConvKernel::tolerance <= 1e-4:
+// no Winograd) run on the quantized values held as floats, with no bias and no
+// activation, writes conv_reference_i8's int32 sums exactly; the layer then applies the
+// dequantization, the bias and the activation (I8MapKernel::dequantize). Depthwise
+// layers (9 or 25 taps) and stems (27) qualify.
+constexpr size_t kExactFloatTaps = (size_t(1) << 24) / (kI8Max * kI8Max);
+
+// The passes over such maps, by the active ISA (the scalar reference elsewhere).
+struct I8MapKernel {
+  const char* name;
+  Isa isa;
+  // dst[i] = float(quantize_i8(src[i], scale)).
+  void (*quantize)(const float* src, float* dst, size_t n, float scale);
+  // dst[i] = act(src[i] * a + b): a multiply, then an add, as conv_reference_i8 does.
+  // ReLU, Clip and LeakyReLU as the oracle's activate(); the others by the ISA's
+  // activation kernel (the fast convolution kernels' epilogue contract).
+  void (*dequantize)(const float* src, float* dst, size_t n, float a, float b, const ActivationSpec& act);
+};
+
+// The active ISA's map kernel, or the scalar reference's.
+const I8MapKernel& i8_map_kernel();
+
+namespace detail {
+// Defined once per architecture, beside arch_conv_kernels().
+std::vector<const I8ConvKernel*> arch_i8_conv_kernels();
+std::vector<const I8MapKernel*> arch_i8_map_kernels();
+}  // namespace detail
+
+}  // namespace kestrel::kernels

@@ -1,0 +1,216 @@
+// int8 1x1 convolution on AVX512-VNNI (Precision::kInt8): 32 output channels (2
+// vectors) x 12 pixels per register tile, over the input channels in quads. vpdpbusd
+// adds four u8 x s8 products into each int32 lane, so one instruction does 64
+// multiply-adds, four times vfmadd231ps's 16.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones. The inputs, quantized to [-127,
+// 127] (quantize_i8), are stored as u8 = q + 128, and each output channel's sums start
+// from -128 * sum of its weights, which takes the offset back out: the int32 sums equal
+// conv_reference_i8's (sums wrap modulo 2^32, and the true sum fits in int32). Then, as
+// the oracle does, float(sum) * dequant + bias (a multiply and an add), the activation,
+// an fp32 store.
+//
+// Layouts
+//   packed  [panel][K / 4][32] dwords, each four s8 weights (w[4q] in the low byte) of
+//           one output channel; then per panel 32 int32 start values (-128 * sum w),
+//           32 dequant factors and 32 biases. Missing channels and a short last quad
+//           are zero.
+//   groups  the input quantized: groups of 12 pixels, each [K / 4][12] dwords (four
+//           u8, channel 4q in the low byte), the last [K / 4][rest]; the whole map in
+//           thread 0's scratch
+// Threads quantize a share of the groups each, then split the (panel, group) pairs.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/i8_conv_kernels.h"
+#include "kernels/i8_reference.h"
+#include "x86/f32_gemm_x86.h"
+#include "x86/i8_quantize_avx512.h"
+#include "x86/x86_kernels.h"
+
+KESTREL_X86_NS_BEGIN
+namespace {
+
+using V = F32x16;
+constexpr int W = V::kWidth, MV = 2, MR = MV * W, NP = 12;
+// Quantized maps beyond this many bytes are left to the oracle.
+constexpr size_t kMaxGroupBytes = size_t(64) << 20;
+// vpdpbusd's unsigned operand is the input plus this offset.
+constexpr int kOffset = 128;
+
+struct Plan {
+  size_t k, kq, pixels, full;  // full: groups of NP pixels
+  int rest, panels;
+};
+
+Plan plan_of(const ConvGeometry& g) {
+  Plan p;
+  p.k = static_cast<size_t>(g.in_c);
+  p.kq = (p.k + 3) / 4;
+  p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
+  p.full = p.pixels / NP;
+  p.rest = static_cast<int>(p.pixels % NP);
+  p.panels = (g.out_c + MR - 1) / MR;
+  return p;
+}
+
+// Per panel: the weight quads, then the start values, the dequant factors, the biases.
+size_t panel_dwords(const Plan& p) { return (p.kq + 3) * MR; }
+
+bool supports(const ConvGeometry& g) {
+  if (!g.planar() || g.group != 1 || g.kh != 1 || g.kw != 1 || g.sh != 1 || g.sw != 1 || g.pad_top != 0 ||
+      g.pad_left != 0 || g.out_h != g.in_h || g.out_w != g.in_w || g.out_c <= 0 || g.in_c <= 0 ||
+      static_cast<size_t>(g.in_c) > kMaxProducts) {
+    return false;
+  }
+  const Plan p = plan_of(g);
+  return p.kq * p.pixels <= kMaxGroupBytes / sizeof(uint32_t) &&
+         static_cast<size_t>(p.panels) * panel_dwords(p) < (size_t(1) << 30);
+}
+
+size_t packed_bytes(const ConvGeometry& g) {
+  const Plan p = plan_of(g);
+  return static_cast<size_t>(p.panels) * panel_dwords(p) * sizeof(uint32_t);
+}
+
+void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias, void* packed) {
+  const Plan p = plan_of(g);
+  for (int panel = 0; panel < p.panels; ++panel) {
+    uint32_t* quads = static_cast<uint32_t*>(packed) + static_cast<size_t>(panel) * panel_dwords(p);
+    int32_t* start = reinterpret_cast<int32_t*>(quads + p.kq * MR);
+    float* dq = reinterpret_cast<float*>(start + MR);
+    float* b = dq + MR;
+    for (int r = 0; r < MR; ++r) {
+      const int o = panel * MR + r;
+      const int8_t* src = o < g.out_c ? weight + static_cast<size_t>(o) * p.k : nullptr;
+      int32_t sum = 0;
+      for (size_t q = 0; q < p.kq; ++q) {
+        uint32_t d = 0;
+        for (size_t i = 0; i < 4; ++i) {
+          const size_t c = 4 * q + i;
+          const int8_t w = src && c < p.k ? src[c] : 0;
+          sum += w;
+          d |= static_cast<uint32_t>(static_cast<uint8_t>(w)) << (8 * i);
+        }
+        quads[q * MR + r] = d;
+      }
+      start[r] = -kOffset * sum;
+      dq[r] = src ? dequant[o] : 0.f;
+      b[r] = src && bias ? bias[o] : 0.f;
+    }
+  }
+}
+
+KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) { return groups + gi * NP * p.kq; }
+KESTREL_X86_INLINE int group_pixels(const Plan& p, size_t gi) { return gi < p.full ? NP : p.rest; }
+KESTREL_X86_INLINE size_t group_count(const Plan& p) { return p.full + (p.rest ? 1 : 0); }
+
+size_t workspace_per_thread_bytes(const ConvGeometry& g) {
+  const Plan p = plan_of(g);
+  return p.pixels * p.kq * sizeof(uint32_t);
+}
+
+// Groups [g0, g1) of the planar input into `groups`: rows 4q .. 4q + 3 of the groups'
+// pixels for each q in turn, quantized and packed into a dword a pixel. Channels past K
+// read as zero (their weights are zero).
+void quantize_groups(const Plan& p, const float* in, size_t cstep, float scale, size_t g0, size_t g1,
+                     uint32_t* groups) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const __m512i offset = _mm512_set1_epi32(kOffset);
+  for (size_t q = 0; q < p.kq; ++q) {
+    const size_t c0 = 4 * q;
+    for (size_t gi = g0; gi < g1; ++gi) {
+      const int np = group_pixels(p, gi);
+      const __mmask16 m = V::lanes(np);
+      __m512i d = _mm512_setzero_si512();
+      for (size_t i = 0; i < 4 && c0 + i < p.k; ++i) {
+        const __m512 x = _mm512_maskz_loadu_ps(m, in + (c0 + i) * cstep + gi * NP);
+        // Exact integers in range: the conversion does not round.
+        const __m512i u = _mm512_add_epi32(_mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(x, s)), offset);
+        d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, u, static_cast<unsigned>(8 * i)));
+      }
+      _mm512_mask_storeu_epi32(group_at(groups, p, gi) + q * np, m, d);
+    }
+  }
+}
+
+// An MV x NPX tile over all quads: x holds the pixels' quads, xs dwords per quad; `tail`
+// the panel's start values, dequant factors and biases.
+template <int NPX, class Epi>
+__attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, const uint32_t* __restrict tail,
+                                    const uint32_t* __restrict x, size_t xs, float* c, size_t ldc, int mr,
+                                    const Epi& epi) {
+  __m512i acc[NPX][MV];
+  static_for<MV>([&](auto v) {
+    const __m512i s = _mm512_loadu_si512(tail + v * W);
+    static_for<NPX>([&](auto j) { acc[j][v] = s; });
+  });
+  for (size_t q = 0; q < kq; ++q, a += MR, x += xs) {
+    __m512i w[MV];
+    static_for<MV>([&](auto v) { w[v] = _mm512_loadu_si512(a + v * W); });
+    static_for<NPX>([&](auto j) {
+      const __m512i xv = _mm512_set1_epi32(static_cast<int>(x[j]));
+      static_for<MV>([&](auto v) { acc[j][v] = _mm512_dpbusd_epi32(acc[j][v], xv, w[v]); });
+    });
+  }
+  const float* dq = reinterpret_cast<const float*>(tail + MR);
+  V::reg y[NPX][MV];
+  static_for<MV>([&](auto v) {
+    const V::reg d = V::loadu(dq + v * W), b = V::loadu(dq + MR + v * W);
+    static_for<NPX>([&](auto j) { y[j][v] = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc[j][v]), d), b); });
+  });
+  gemm::store_ctile<V, MV, NPX, Epi, gemm::PlanarPacks>(y, c, ldc, mr, epi);
+}
+
+// One (panel, group) tile: group gi's quads at x, into its pixels of the panel's outputs.
+template <class Epi>
+void panel_group(const ConvGeometry& g, const Plan& p, const void* packed, int panel, size_t gi, const uint32_t* x,
+                 float* out, size_t out_cstep, const Epi& epi) {
+  const uint32_t* a = static_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * panel_dwords(p);
+  const uint32_t* tail = a + p.kq * MR;
+  const int mr = std::min(MR, g.out_c - panel * MR);
+  float* c = out + static_cast<size_t>(panel) * MR * out_cstep + gi * NP;
+  const int np = group_pixels(p, gi);
+  if (np == NP) {
+    tile<NP>(p.kq, a, tail, x, NP, c, out_cstep, mr, epi);
+    return;
+  }
+  int j = 0;
+  for (; j + 4 <= np; j += 4) tile<4>(p.kq, a, tail, x + j, np, c + j, out_cstep, mr, epi);
+  for (; j < np; ++j) tile<1>(p.kq, a, tail, x + j, np, c + j, out_cstep, mr, epi);
+}
+
+void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale, float* out,
+         size_t out_cstep, const KernelContext& ctx) {
+  const Plan p = plan_of(g);
+  uint32_t* groups = static_cast<uint32_t*>(ctx.scratch_of(0));
+  const size_t ngroups = group_count(p);
+  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+#pragma omp parallel num_threads(std::max(1, ctx.num_threads))
+    {
+      const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      quantize_groups(p, in, in_cstep, in_scale, ngroups * t / n, ngroups * (t + 1) / n, groups);
+#pragma omp barrier
+      // Thread t's share of the (panel, group) pairs, panel by panel: mostly the groups
+      // it quantized, where the map has more groups than panels.
+      const size_t total = static_cast<size_t>(p.panels) * ngroups;
+      for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
+        const size_t gi = i % ngroups;
+        panel_group(g, p, packed, static_cast<int>(i / ngroups), gi, group_at(groups, p, gi), out, out_cstep, epi);
+      }
+    }
+  });
+}
+
+}  // namespace
+KESTREL_X86_NS_END
+
+namespace kestrel::kernels::x86 {
+
+const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni = {
+    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, Feature::kDot8, supports, packed_bytes, pack,
+    workspace_per_thread_bytes,    run,
+};
+
+}  // namespace kestrel::kernels::x86
