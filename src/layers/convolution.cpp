@@ -10,10 +10,10 @@
 #include "layers/activation.h"
 #include "kernels/conv_kernels.h"
 #include "kernels/f16_reference.h"
-#include "kernels/i8_conv_kernels.h"
 #include "kernels/i8_reference.h"
 #include "kernels/fc_kernels.h"
 #include "layers/conv_fusion.h"
+#include "layers/conv_int8.h"
 #include "layers/conv_spec.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
@@ -89,10 +89,8 @@ class Convolution final : public Layer {
     bf16_reference_ = g_.bf16 && ctx.kernels == KernelSet::kReference;
     // int8 (Precision::kInt8) where the input has a scale and no sum can overflow int32.
     const size_t taps = static_cast<size_t>(in_per_group_) * c_.kh * c_.kw;
-    i8_kernel_ = nullptr;
-    i8_float_kernel_ = nullptr;
     i8_ = ctx.precision == Precision::kInt8 && ctx.int8_in_scale > 0.f && taps <= kernels::kMaxProducts;
-    if (i8_) return prepare_int8(ctx, ctx.int8_in_scale, taps);
+    if (i8_) return prepare_int8(ctx);
     return choose_kernel(ctx);
   }
 
@@ -100,17 +98,8 @@ class Convolution final : public Layer {
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    if (i8_kernel_) {
-      i8_kernel_->run(g_, packed_.data, in.data, in.cstep, i8_in_scale_, out.data, out.cstep, kernel_context(ctx));
-    } else if (i8_float_kernel_) {
-      forward_int8_floats(in, out, ctx);
-    } else if (i8_) {
-      // The input quantized with its scale into the workspace, channels unpadded.
-      int8_t* q = static_cast<int8_t*>(ctx.workspace);
-      const size_t plane = static_cast<size_t>(g_.in_h) * g_.in_w;
-      for (int c = 0; c < g_.in_c; ++c) kernels::quantize_i8(in.channel(c), q + c * plane, plane, i8_in_scale_);
-      kernels::conv_reference_i8(g_, w8_.data(), dequant_.data(), bias_, q, plane, 0.f, nullptr, out.data, out.cstep,
-                                 ctx.num_threads);
+    if (i8_) {
+      int8_.forward(in, out, ctx);
     } else if (fc_kernel_) {
       // The GEMV writes contiguous outputs; the output's channels are cstep apart.
       float* y = reinterpret_cast<float*>(static_cast<char*>(ctx.workspace) + fc_workspace_bytes_);
@@ -198,14 +187,13 @@ class Convolution final : public Layer {
   }
 
   size_t packed_weight_bytes() const override {
-    return (kernel_ || fc_kernel_ || i8_kernel_ || i8_float_kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes() +
-           w8_.size() +
-           dequant_.size() * sizeof(float);
+    return (kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes() +
+           (i8_ ? int8_.held_bytes() : 0);
   }
   // A fast kernel's packing holds the weights and the bias; an F16 kernel weight is
   // never read from the model (WidenedWeight).
   bool reads_weight_in_place(size_t i) const override {
-    if (i == 0 && i8_) return false;  // quantized into w8_ (and packed)
+    if (i == 0 && i8_) return false;  // quantized (Int8Conv)
     return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
   }
   bool widens_weight(size_t i) const override { return i == 0; }
@@ -213,95 +201,18 @@ class Convolution final : public Layer {
   bool computes_int8() const override { return i8_; }
 
  private:
-  // The int8 oracle's operands: the weights quantized per output channel, and per
-  // channel dequant = 1 / (input scale * weight scale) (kernels/i8_reference.h).
-  // The int8 kernel the registry picks for the geometry (the fast set) packs them, and
-  // the layer keeps only its packing.
-  Status prepare_int8(const PrepareContext& ctx, float in_scale, size_t taps) {
+  // int8 (layers/conv_int8.h): the route and its packing, the fp32 weights let go.
+  Status prepare_int8(const PrepareContext& ctx) {
     kernel_ = nullptr;
     fc_kernel_ = nullptr;
-    i8_kernel_ = nullptr;
-    i8_float_kernel_ = nullptr;
     packed_.release();
-    weight_ = widened_.floats();
-    i8_in_scale_ = in_scale;
-    w8_.assign(static_cast<size_t>(g_.out_c) * taps, 0);
-    std::vector<float> w_scale(static_cast<size_t>(g_.out_c));
-    kernels::quantize_rows_i8(weight_, static_cast<size_t>(g_.out_c), taps, w8_.data(), w_scale.data());
-    dequant_.resize(w_scale.size());
-    for (size_t o = 0; o < w_scale.size(); ++o) dequant_[o] = 1.f / (in_scale * w_scale[o]);
+    Status s = int8_.prepare(g_, widened_.floats(), bias_, ctx.int8_in_scale, ctx.kernels);
+    workspace_bytes = int8_.workspace_bytes();
+    workspace_per_thread_bytes = int8_.workspace_per_thread_bytes();
+    kernel_name = int8_.kernel_name();
     if (widened_.from_halves()) widened_.drop();
     weight_ = nullptr;
-    const kernels::I8ConvKernel* k =
-        ctx.kernels == KernelSet::kFast ? kernels::select_i8_conv_kernel(g_, kernels::active_isa()) : nullptr;
-    if (k) {
-      const size_t bytes = k->packed_bytes(g_);
-      Status s = allocate_packed((bytes + sizeof(float) - 1) / sizeof(float), "int8 convolution weights", &packed_);
-      if (!s.ok()) return s;
-      k->pack(g_, w8_.data(), dequant_.data(), bias_, packed_.data);
-      i8_kernel_ = k;
-      workspace_bytes = 0;
-      workspace_per_thread_bytes = k->workspace_per_thread_bytes(g_);
-      kernel_name = k->name;
-      std::vector<int8_t>().swap(w8_);
-      std::vector<float>().swap(dequant_);
-      return Status::Ok();
-    }
-    if (ctx.kernels == KernelSet::kFast && taps <= kernels::kExactFloatTaps) return prepare_int8_floats();
-    workspace_bytes = static_cast<size_t>(g_.in_c) * g_.in_h * g_.in_w;
-    workspace_per_thread_bytes = 0;
-    kernel_name = "i8_conv_reference";
-    return Status::Ok();
-  }
-
-  // The exact fp32 route (kernels::kExactFloatTaps): the fp32 kernel the registry picks
-  // for the geometry without bias and activation, on the weights' int8 values as floats,
-  // where it sums directly (tolerance 1e-4: no Winograd). The workspace holds the
-  // quantized input (a map like the input, channels cstep apart), then the kernel's.
-  Status prepare_int8_floats() {
-    kernels::ConvGeometry g = g_;
-    g.bias = false;
-    g.act = ActivationSpec();
-    g.half_weights = false;
-    const kernels::ConvKernel* k = kernels::select_conv_kernel(g, kernels::active_isa());
-    if (!k || k->tolerance > 1e-4 || k->f16 || k->bf16 || k->half_weights) {
-      workspace_bytes = static_cast<size_t>(g_.in_c) * g_.in_h * g_.in_w;
-      kernel_name = "i8_conv_reference";
-      return Status::Ok();
-    }
-    std::vector<float> wf(w8_.begin(), w8_.end());
-    Status s = bind_packed_kernel(k, g, wf.data(), nullptr, "int8 convolution weights", this, &packed_,
-                                  &i8_float_kernel_);
-    if (!s.ok()) return s;
-    i8_in_cstep_ = Shape::make3(g_.in_w, g_.in_h, g_.in_c).cstep();
-    i8_map_bytes_ = (i8_in_cstep_ * g_.in_c * sizeof(float) + kOverreadBytes + kAlignment - 1) / kAlignment * kAlignment;
-    workspace_bytes += i8_map_bytes_;
-    std::snprintf(name_, sizeof name_, "i8_%s", k->name);
-    kernel_name = name_;
-    std::vector<int8_t>().swap(w8_);
-    return Status::Ok();
-  }
-
-  // The input quantized into the workspace, the int32 sums by the fp32 kernel (exact),
-  // then dequant, bias and activation over each output channel.
-  void forward_int8_floats(const Mat& in, Mat& out, const ForwardContext& ctx) const {
-    const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
-    float* q = static_cast<float*>(ctx.workspace);
-    const size_t in_plane = static_cast<size_t>(g_.in_h) * g_.in_w, plane = static_cast<size_t>(g_.out_h) * g_.out_w;
-    const int threads = std::max(1, ctx.num_threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int c = 0; c < g_.in_c; ++c) mk.quantize(in.channel(c), q + c * i8_in_cstep_, in_plane, i8_in_scale_);
-    kernels::KernelContext kc = kernel_context(ctx);
-    kc.workspace = static_cast<char*>(ctx.workspace) + i8_map_bytes_;
-    kernels::ConvGeometry g = g_;
-    g.bias = false;
-    g.act = ActivationSpec();
-    g.half_weights = false;
-    i8_float_kernel_->run(g, packed_.data, q, i8_in_cstep_, out.data, out.cstep, kc);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int o = 0; o < g_.out_c; ++o) {
-      mk.dequantize(out.channel(o), out.channel(o), plane, dequant_[o], bias_ ? bias_[o] : 0.f, g_.act);
-    }
+    return s;
   }
 
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
@@ -378,14 +289,8 @@ class Convolution final : public Layer {
   bool bf16_reference_ = false;  // the bf16 oracle (reference set, Precision::kBf16)
   bool halves_reference_ = false;  // conv_reference_halves on widened_'s halves
   bool half_weights_ = false;  // the kernel weight's values are halves (WeightView::halves)
-  bool i8_ = false;            // int8 (Precision::kInt8, the input has a scale): i8_kernel_ or the oracle
-  float i8_in_scale_ = 0.f;
-  std::vector<int8_t> w8_;     // [out][in/group][kh][kw], quantized per output channel
-  std::vector<float> dequant_;
-  const kernels::I8ConvKernel* i8_kernel_ = nullptr;  // packs w8_ into packed_ (then freed)
-  const kernels::ConvKernel* i8_float_kernel_ = nullptr;  // or an fp32 kernel does, exactly
-  size_t i8_in_cstep_ = 0;   // its quantized input's channel stride, in floats
-  size_t i8_map_bytes_ = 0;  // that input's share of the workspace
+  bool i8_ = false;            // int8 (Precision::kInt8, the input has a scale)
+  Int8Conv int8_;              // its route
   WidenedWeight widened_;      // weight_'s source
 };
 

@@ -3,21 +3,24 @@
 // adds four u8 x s8 products into each int32 lane, so one instruction does 64
 // multiply-adds, four times vfmadd231ps's 16.
 //
-// vpdpbusd multiplies unsigned bytes by signed ones. The inputs, quantized to [-127,
-// 127] (quantize_i8), are stored as u8 = q + 128, and each output channel's sums start
-// from -128 * sum of its weights, which takes the offset back out: the int32 sums equal
+// vpdpbusd multiplies unsigned bytes by signed ones, and only its signed operand can be
+// a broadcast from memory folded into the instruction. So the weights are the unsigned
+// side, stored as u8 = w + 128, and the input quads (quantized to [-127, 127],
+// quantize_i8) the signed side, one broadcast dword a pixel: the loop issues nothing but
+// vpdpbusd and two weight loads per quad. Each pixel's sums start from -128 times the
+// sum of its quantized inputs, which takes the offset back out: the int32 sums equal
 // conv_reference_i8's (sums wrap modulo 2^32, and the true sum fits in int32). Then, as
 // the oracle does, float(sum) * dequant + bias (a multiply and an add), the activation,
 // an fp32 store.
 //
 // Layouts
-//   packed  [panel][K / 4][32] dwords, each four s8 weights (w[4q] in the low byte) of
-//           one output channel; then per panel 32 int32 start values (-128 * sum w),
-//           32 dequant factors and 32 biases. Missing channels and a short last quad
-//           are zero.
-//   groups  the input quantized: groups of 12 pixels, each [K / 4][12] dwords (four
-//           u8, channel 4q in the low byte), the last [K / 4][rest]; the whole map in
-//           thread 0's scratch
+//   packed  [panel][K / 4][32] dwords, each four u8 weights (w[4q] + 128 in the low byte)
+//           of one output channel; then per panel 32 dequant factors and 32 biases.
+//           Missing channels are zero weights (128).
+//   groups  the input quantized: groups of 12 pixels, each [K / 4][12] dwords (four s8,
+//           channel 4q in the low byte; a short last quad's missing channels zero) and
+//           then the 12 pixels' sums of their K inputs, the last group [K / 4 + 1][rest];
+//           the whole map in thread 0's scratch
 // Threads quantize a share of the groups each, then split the (panel, group) pairs.
 #include <omp.h>
 
@@ -36,7 +39,7 @@ using V = F32x16;
 constexpr int W = V::kWidth, MV = 2, MR = MV * W, NP = 12;
 // Quantized maps beyond this many bytes are left to the oracle.
 constexpr size_t kMaxGroupBytes = size_t(64) << 20;
-// vpdpbusd's unsigned operand is the input plus this offset.
+// vpdpbusd's unsigned operand is the weight plus this offset.
 constexpr int kOffset = 128;
 
 struct Plan {
@@ -55,8 +58,8 @@ Plan plan_of(const ConvGeometry& g) {
   return p;
 }
 
-// Per panel: the weight quads, then the start values, the dequant factors, the biases.
-size_t panel_dwords(const Plan& p) { return (p.kq + 3) * MR; }
+// Per panel: the weight quads, then the dequant factors and the biases.
+size_t panel_dwords(const Plan& p) { return (p.kq + 2) * MR; }
 
 bool supports(const ConvGeometry& g) {
   if (!g.planar() || g.group != 1 || g.kh != 1 || g.kw != 1 || g.sh != 1 || g.sw != 1 || g.pad_top != 0 ||
@@ -78,87 +81,101 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
   const Plan p = plan_of(g);
   for (int panel = 0; panel < p.panels; ++panel) {
     uint32_t* quads = static_cast<uint32_t*>(packed) + static_cast<size_t>(panel) * panel_dwords(p);
-    int32_t* start = reinterpret_cast<int32_t*>(quads + p.kq * MR);
-    float* dq = reinterpret_cast<float*>(start + MR);
+    float* dq = reinterpret_cast<float*>(quads + p.kq * MR);
     float* b = dq + MR;
     for (int r = 0; r < MR; ++r) {
       const int o = panel * MR + r;
       const int8_t* src = o < g.out_c ? weight + static_cast<size_t>(o) * p.k : nullptr;
-      int32_t sum = 0;
       for (size_t q = 0; q < p.kq; ++q) {
         uint32_t d = 0;
         for (size_t i = 0; i < 4; ++i) {
           const size_t c = 4 * q + i;
-          const int8_t w = src && c < p.k ? src[c] : 0;
-          sum += w;
-          d |= static_cast<uint32_t>(static_cast<uint8_t>(w)) << (8 * i);
+          const int w = src && c < p.k ? src[c] : 0;
+          d |= static_cast<uint32_t>(w + kOffset) << (8 * i);
         }
         quads[q * MR + r] = d;
       }
-      start[r] = -kOffset * sum;
       dq[r] = src ? dequant[o] : 0.f;
       b[r] = src && bias ? bias[o] : 0.f;
     }
   }
 }
 
-KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) { return groups + gi * NP * p.kq; }
+// A group's quads and then its pixels' input sums (int32).
+KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) {
+  return groups + gi * NP * (p.kq + 1);
+}
 KESTREL_X86_INLINE int group_pixels(const Plan& p, size_t gi) { return gi < p.full ? NP : p.rest; }
 KESTREL_X86_INLINE size_t group_count(const Plan& p) { return p.full + (p.rest ? 1 : 0); }
 
 size_t workspace_per_thread_bytes(const ConvGeometry& g) {
   const Plan p = plan_of(g);
-  return p.pixels * p.kq * sizeof(uint32_t);
+  return p.pixels * (p.kq + 1) * sizeof(uint32_t);
 }
 
 // Groups [g0, g1) of the planar input into `groups`: rows 4q .. 4q + 3 of the groups'
-// pixels for each q in turn, quantized and packed into a dword a pixel. Channels past K
-// read as zero (their weights are zero).
+// pixels for each q in turn, quantized and packed into a dword a pixel, and each
+// pixel's sum of its quantized inputs. Channels past K are zeros.
 void quantize_groups(const Plan& p, const float* in, size_t cstep, float scale, size_t g0, size_t g1,
                      uint32_t* groups) {
   const __m512 s = _mm512_set1_ps(scale);
-  const __m512i offset = _mm512_set1_epi32(kOffset);
+  const __m512i byte = _mm512_set1_epi32(0xFF);
   for (size_t q = 0; q < p.kq; ++q) {
     const size_t c0 = 4 * q;
     for (size_t gi = g0; gi < g1; ++gi) {
       const int np = group_pixels(p, gi);
       const __mmask16 m = V::lanes(np);
-      __m512i d = _mm512_setzero_si512();
+      uint32_t* grp = group_at(groups, p, gi);
+      __m512i d = _mm512_setzero_si512(), sum = _mm512_setzero_si512();
       for (size_t i = 0; i < 4 && c0 + i < p.k; ++i) {
         const __m512 x = _mm512_maskz_loadu_ps(m, in + (c0 + i) * cstep + gi * NP);
         // Exact integers in range: the conversion does not round.
-        const __m512i u = _mm512_add_epi32(_mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(x, s)), offset);
-        d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, u, static_cast<unsigned>(8 * i)));
+        const __m512i v = _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(x, s));
+        sum = _mm512_add_epi32(sum, v);
+        d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_and_si512(v, byte), static_cast<unsigned>(8 * i)));
       }
-      _mm512_mask_storeu_epi32(group_at(groups, p, gi) + q * np, m, d);
+      _mm512_mask_storeu_epi32(grp + q * np, m, d);
+      uint32_t* sums = grp + p.kq * np;
+      if (q > 0) sum = _mm512_add_epi32(sum, _mm512_maskz_loadu_epi32(m, sums));
+      _mm512_mask_storeu_epi32(sums, m, sum);
     }
   }
 }
 
-// An MV x NPX tile over all quads: x holds the pixels' quads, xs dwords per quad; `tail`
-// the panel's start values, dequant factors and biases.
+// acc += w (u8) . the dword at x (s8), broadcast: vpdpbusd with the broadcast folded
+// in. Written out because GCC 12 does not fold it from _mm512_dpbusd_epi32 and
+// _mm512_set1_epi32, and copied each accumulator around every vpdpbusd (with spills):
+// 2x slower on MobileNet's pointwise layers.
+KESTREL_X86_INLINE __m512i dpbusd_broadcast(__m512i acc, __m512i w, const uint32_t* x) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
+  return acc;
+}
+
+// An MV x NPX tile over all quads: x holds the pixels' quads, xs dwords per quad, and
+// then their input sums; `tail` the panel's dequant factors and biases.
 template <int NPX, class Epi>
-__attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, const uint32_t* __restrict tail,
+__attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, const float* __restrict tail,
                                     const uint32_t* __restrict x, size_t xs, float* c, size_t ldc, int mr,
                                     const Epi& epi) {
   __m512i acc[NPX][MV];
-  static_for<MV>([&](auto v) {
-    const __m512i s = _mm512_loadu_si512(tail + v * W);
-    static_for<NPX>([&](auto j) { acc[j][v] = s; });
+  const int32_t* sums = reinterpret_cast<const int32_t*>(x + kq * xs);
+  static_for<NPX>([&](auto j) {
+    const __m512i s = _mm512_set1_epi32(-kOffset * sums[j]);
+    static_for<MV>([&](auto v) { acc[j][v] = s; });
   });
   for (size_t q = 0; q < kq; ++q, a += MR, x += xs) {
     __m512i w[MV];
     static_for<MV>([&](auto v) { w[v] = _mm512_loadu_si512(a + v * W); });
     static_for<NPX>([&](auto j) {
-      const __m512i xv = _mm512_set1_epi32(static_cast<int>(x[j]));
-      static_for<MV>([&](auto v) { acc[j][v] = _mm512_dpbusd_epi32(acc[j][v], xv, w[v]); });
+      static_for<MV>([&](auto v) { acc[j][v] = dpbusd_broadcast(acc[j][v], w[v], x + j); });
     });
   }
-  const float* dq = reinterpret_cast<const float*>(tail + MR);
   V::reg y[NPX][MV];
   static_for<MV>([&](auto v) {
-    const V::reg d = V::loadu(dq + v * W), b = V::loadu(dq + MR + v * W);
-    static_for<NPX>([&](auto j) { y[j][v] = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc[j][v]), d), b); });
+    const V::reg d = V::loadu(tail + v * W), b = V::loadu(tail + MR + v * W);
+    static_for<NPX>([&](auto j) {
+      y[j][v] = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc[j][v]), d), b);
+    });
   });
   gemm::store_ctile<V, MV, NPX, Epi, gemm::PlanarPacks>(y, c, ldc, mr, epi);
 }
@@ -168,7 +185,7 @@ template <class Epi>
 void panel_group(const ConvGeometry& g, const Plan& p, const void* packed, int panel, size_t gi, const uint32_t* x,
                  float* out, size_t out_cstep, const Epi& epi) {
   const uint32_t* a = static_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * panel_dwords(p);
-  const uint32_t* tail = a + p.kq * MR;
+  const float* tail = reinterpret_cast<const float*>(a + p.kq * MR);
   const int mr = std::min(MR, g.out_c - panel * MR);
   float* c = out + static_cast<size_t>(panel) * MR * out_cstep + gi * NP;
   const int np = group_pixels(p, gi);

@@ -1,0 +1,197 @@
+#include "layers/conv_int8.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "kernels/i8_reference.h"
+#include "layers/kernel_bridge.h"
+
+namespace kestrel {
+namespace {
+
+// A depthwise chunk's quantized input is at most this many bytes (it stays in L2 until
+// the kernel reads it), and a layer has at least kMinChunks chunks where it has the
+// channels, so that 16 threads find work.
+constexpr size_t kChunkBytes = size_t(128) << 10;
+constexpr int kMinChunks = 16;
+
+size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+// The fp32 kernel for the sums of `g`: no bias, no activation, fp32 weights, and direct
+// summation (ConvKernel::tolerance 1e-4; Winograd's transforms round), or nullptr.
+const kernels::ConvKernel* exact_float_kernel(kernels::ConvGeometry* g) {
+  g->bias = false;
+  g->act = ActivationSpec();
+  g->half_weights = false;
+  const kernels::ConvKernel* k = kernels::select_conv_kernel(*g, kernels::active_isa());
+  if (!k || k->tolerance > 1e-4 || k->f16 || k->bf16 || k->half_weights) return nullptr;
+  return k;
+}
+
+bool channel_separable(const kernels::ConvGeometry& g) { return g.is_depthwise(); }
+
+}  // namespace
+
+Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
+                         KernelSet set) {
+  g_ = g;
+  bias_ = bias;
+  in_scale_ = in_scale;
+  i8_kernel_ = nullptr;
+  float_kernel_ = nullptr;
+  chunks_.clear();
+  packed_.release();
+  workspace_bytes_ = per_thread_bytes_ = 0;
+  const size_t taps = static_cast<size_t>(g.in_c / g.group) * g.kh * g.kw;
+  w8_.assign(static_cast<size_t>(g.out_c) * taps, 0);
+  std::vector<float> w_scale(static_cast<size_t>(g.out_c));
+  kernels::quantize_rows_i8(weight, static_cast<size_t>(g.out_c), taps, w8_.data(), w_scale.data());
+  dequant_.resize(w_scale.size());
+  for (size_t o = 0; o < w_scale.size(); ++o) dequant_[o] = 1.f / (in_scale * w_scale[o]);
+  if (set == KernelSet::kFast) {
+    const kernels::I8ConvKernel* k = kernels::select_i8_conv_kernel(g, kernels::active_isa());
+    if (k) {
+      Status s = allocate_packed((k->packed_bytes(g) + sizeof(float) - 1) / sizeof(float), "int8 convolution weights",
+                                 &packed_);
+      if (!s.ok()) return s;
+      k->pack(g, w8_.data(), dequant_.data(), bias, packed_.data);
+      i8_kernel_ = k;
+      per_thread_bytes_ = k->workspace_per_thread_bytes(g);
+      std::snprintf(name_, sizeof name_, "%s", k->name);
+      std::vector<int8_t>().swap(w8_);
+      std::vector<float>().swap(dequant_);
+      return Status::Ok();
+    }
+    if (taps <= kernels::kExactFloatTaps) {
+      Status s = channel_separable(g) ? prepare_chunks(g) : prepare_floats(g);
+      if (!s.ok() || float_kernel_ || !chunks_.empty()) return s;
+    }
+  }
+  workspace_bytes_ = static_cast<size_t>(g.in_c) * g.in_h * g.in_w;
+  std::snprintf(name_, sizeof name_, "i8_conv_reference");
+  return Status::Ok();
+}
+
+Status Int8Conv::prepare_floats(const kernels::ConvGeometry& g) {
+  kernels::ConvGeometry gs = g;
+  const kernels::ConvKernel* k = exact_float_kernel(&gs);
+  if (!k) return Status::Ok();
+  const std::vector<float> wf(w8_.begin(), w8_.end());
+  Status s = allocate_packed(k->packed_floats(gs), "int8 convolution weights", &packed_);
+  if (!s.ok()) return s;
+  k->pack(gs, wf.data(), nullptr, packed_.data);
+  float_kernel_ = k;
+  in_cstep_ = Shape::make3(g.in_w, g.in_h, g.in_c).cstep();
+  map_bytes_ = round_up(in_cstep_ * g.in_c * sizeof(float) + kOverreadBytes);
+  workspace_bytes_ = map_bytes_ + k->workspace_bytes(gs);
+  per_thread_bytes_ = k->workspace_per_thread_bytes(gs);
+  std::snprintf(name_, sizeof name_, "i8_%s", k->name);
+  std::vector<int8_t>().swap(w8_);
+  return Status::Ok();
+}
+
+Status Int8Conv::prepare_chunks(const kernels::ConvGeometry& g) {
+  in_cstep_ = Shape::make3(g.in_w, g.in_h, 1).cstep();
+  const int by_bytes = static_cast<int>(std::max<size_t>(1, kChunkBytes / (in_cstep_ * sizeof(float))));
+  const int per = std::max(1, std::min(by_bytes, (g.in_c + kMinChunks - 1) / kMinChunks));
+  const size_t taps = static_cast<size_t>(g.kh) * g.kw;
+  std::vector<Chunk> chunks;
+  size_t floats = 0, ws = 0, per_thread = 0;
+  for (int first = 0; first < g.in_c; first += per) {
+    Chunk c;
+    c.first = first;
+    c.g = g;
+    c.g.in_c = c.g.out_c = c.g.group = std::min(per, g.in_c - first);
+    c.kernel = exact_float_kernel(&c.g);
+    if (!c.kernel) return Status::Ok();
+    c.packed_offset = floats;
+    floats += round_up(c.kernel->packed_floats(c.g) * sizeof(float)) / sizeof(float);
+    ws = std::max(ws, c.kernel->workspace_bytes(c.g));
+    per_thread = std::max(per_thread, c.kernel->workspace_per_thread_bytes(c.g));
+    chunks.push_back(c);
+  }
+  Status s = allocate_packed(floats, "int8 convolution weights", &packed_);
+  if (!s.ok()) return s;
+  for (const Chunk& c : chunks) {
+    const std::vector<float> wf(w8_.begin() + c.first * taps, w8_.begin() + (c.first + c.g.in_c) * taps);
+    c.kernel->pack(c.g, wf.data(), nullptr, packed_.data + c.packed_offset);
+  }
+  chunks_ = std::move(chunks);
+  // Each thread's scratch: a chunk's quantized input, then the kernel's shared and
+  // per-thread workspaces (the kernel runs on one thread).
+  map_bytes_ = round_up(in_cstep_ * per * sizeof(float) + kOverreadBytes);
+  kernel_ws_bytes_ = round_up(ws);
+  per_thread_bytes_ = map_bytes_ + kernel_ws_bytes_ + per_thread;
+  std::snprintf(name_, sizeof name_, "i8_%s", chunks_[0].kernel->name);
+  std::vector<int8_t>().swap(w8_);
+  return Status::Ok();
+}
+
+size_t Int8Conv::held_bytes() const { return packed_.total() * sizeof(float) + w8_.size() + dequant_.size() * sizeof(float); }
+
+void Int8Conv::dequantize(Mat& out, int first, int count) const {
+  const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
+  const size_t plane = static_cast<size_t>(g_.out_h) * g_.out_w;
+  for (int o = first; o < first + count; ++o) {
+    mk.dequantize(out.channel(o), out.channel(o), plane, dequant_[o], bias_ ? bias_[o] : 0.f, g_.act);
+  }
+}
+
+void Int8Conv::forward(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+  if (i8_kernel_) {
+    i8_kernel_->run(g_, packed_.data, in.data, in.cstep, in_scale_, out.data, out.cstep, kernel_context(ctx));
+  } else if (float_kernel_) {
+    forward_floats(in, out, ctx);
+  } else if (!chunks_.empty()) {
+    forward_chunks(in, out, ctx);
+  } else {
+    // The input quantized with its scale into the workspace, channels unpadded.
+    int8_t* q = static_cast<int8_t*>(ctx.workspace);
+    const size_t plane = static_cast<size_t>(g_.in_h) * g_.in_w;
+    for (int c = 0; c < g_.in_c; ++c) kernels::quantize_i8(in.channel(c), q + c * plane, plane, in_scale_);
+    kernels::conv_reference_i8(g_, w8_.data(), dequant_.data(), bias_, q, plane, 0.f, nullptr, out.data, out.cstep,
+                               ctx.num_threads);
+  }
+}
+
+// The whole map: quantized into the workspace, the sums by the kernel on all threads,
+// then each output channel dequantized.
+void Int8Conv::forward_floats(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+  const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
+  float* q = static_cast<float*>(ctx.workspace);
+  const size_t in_plane = static_cast<size_t>(g_.in_h) * g_.in_w;
+  const int threads = std::max(1, ctx.num_threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int c = 0; c < g_.in_c; ++c) mk.quantize(in.channel(c), q + c * in_cstep_, in_plane, in_scale_);
+  kernels::KernelContext kc = kernel_context(ctx);
+  kc.workspace = static_cast<char*>(ctx.workspace) + map_bytes_;
+  kernels::ConvGeometry gs = g_;
+  (void)exact_float_kernel(&gs);  // the geometry it was packed for
+  float_kernel_->run(gs, packed_.data, q, in_cstep_, out.data, out.cstep, kc);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int o = 0; o < g_.out_c; ++o) dequantize(out, o, 1);
+}
+
+// Depthwise chunks, one thread each: quantize, sum, dequantize while the chunk is in L2.
+void Int8Conv::forward_chunks(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+  const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
+  const size_t in_plane = static_cast<size_t>(g_.in_h) * g_.in_w;
+  const int n = static_cast<int>(chunks_.size());
+#pragma omp parallel for num_threads(std::max(1, ctx.num_threads)) schedule(static)
+  for (int i = 0; i < n; ++i) {
+    const Chunk& c = chunks_[i];
+    char* base = ctx.thread_scratch + static_cast<size_t>(omp_get_thread_num()) * ctx.thread_scratch_stride;
+    float* q = reinterpret_cast<float*>(base);
+    for (int j = 0; j < c.g.in_c; ++j) mk.quantize(in.channel(c.first + j), q + j * in_cstep_, in_plane, in_scale_);
+    kernels::KernelContext kc;
+    kc.num_threads = 1;
+    kc.workspace = base + map_bytes_;
+    kc.thread_scratch = base + map_bytes_ + kernel_ws_bytes_;
+    c.kernel->run(c.g, packed_.data + c.packed_offset, q, in_cstep_, out.channel(c.first), out.cstep, kc);
+    dequantize(out, c.first, c.g.in_c);
+  }
+}
+
+}  // namespace kestrel

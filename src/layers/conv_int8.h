@@ -1,0 +1,72 @@
+// A Convolution at Precision::kInt8 (its input blob has a kestrel-quantize scale): the
+// weights quantized per output channel at load, and one of three routes, all giving
+// conv_reference_i8's results bit for bit (kernels/i8_reference.h):
+// - an int8 kernel (kernels/i8_conv_kernels.h: VNNI 1x1), which quantizes the input as
+//   it packs it;
+// - an exact fp32 kernel (kernels::kExactFloatTaps: depthwise layers, stems): the input
+//   quantized into scratch as integer-valued floats, the int32 sums by a direct fp32
+//   kernel, then dequantization, bias and activation. A depthwise layer goes through
+//   that a chunk of channels at a time per thread, so each chunk's quantized input and
+//   output stay in L2 between the passes;
+// - the oracle itself (the reference kernel set, and whatever no kernel takes).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/layer.h"
+#include "kernels/conv_kernels.h"
+#include "kernels/i8_conv_kernels.h"
+#include "kestrel/mat.h"
+#include "kestrel/status.h"
+
+namespace kestrel {
+
+class Int8Conv {
+ public:
+  // Quantizes `weight` ([out_c][in_c / group][kh][kw] floats) per output channel and
+  // picks the route for `g` (planar operands) on `set`. `bias` (out_c floats or nullptr)
+  // must outlive this object. Errors: out of memory for the packed weights.
+  Status prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
+                 KernelSet set);
+
+  // The fp32 input `in` (g's shape, planar) to the fp32 output `out`; no allocation.
+  void forward(const Mat& in, Mat& out, const ForwardContext& ctx) const;
+
+  const char* kernel_name() const { return name_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  size_t workspace_per_thread_bytes() const { return per_thread_bytes_; }
+  size_t held_bytes() const;
+
+ private:
+  // A run of depthwise channels [first, first + g.in_c) with its kernel and packing.
+  struct Chunk {
+    int first = 0;
+    kernels::ConvGeometry g;
+    const kernels::ConvKernel* kernel = nullptr;
+    size_t packed_offset = 0;  // floats into packed_
+  };
+
+  Status prepare_floats(const kernels::ConvGeometry& g);
+  Status prepare_chunks(const kernels::ConvGeometry& g);
+  void forward_floats(const Mat& in, Mat& out, const ForwardContext& ctx) const;
+  void forward_chunks(const Mat& in, Mat& out, const ForwardContext& ctx) const;
+  void dequantize(Mat& out, int first, int count) const;
+
+  kernels::ConvGeometry g_;
+  const float* bias_ = nullptr;
+  float in_scale_ = 0.f;
+  std::vector<int8_t> w8_;      // the oracle's weights, [out][taps]
+  std::vector<float> dequant_;  // 1 / (input scale * weight scale), per output channel
+  const kernels::I8ConvKernel* i8_kernel_ = nullptr;
+  const kernels::ConvKernel* float_kernel_ = nullptr;  // the whole map at once
+  std::vector<Chunk> chunks_;                          // or depthwise chunks
+  Mat packed_;
+  size_t in_cstep_ = 0;         // the quantized input's channel stride, in floats
+  size_t map_bytes_ = 0;        // its share of the (per-thread, for chunks) scratch
+  size_t kernel_ws_bytes_ = 0;  // a chunk kernel's shared workspace, after the map
+  size_t workspace_bytes_ = 0, per_thread_bytes_ = 0;
+  char name_[64] = {};
+};
+
+}  // namespace kestrel
