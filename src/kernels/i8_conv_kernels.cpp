@@ -9,7 +9,7 @@ const std::vector<const I8ConvKernel*>& i8_conv_kernels() {
 
 const I8ConvKernel* select_i8_conv_kernel(const ConvGeometry& g, Isa isa) {
   for (const I8ConvKernel* k : i8_conv_kernels()) {
-    if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && active_has(k->feature) && k->supports(g)) return k;
+    if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && (!k->dot8 || active_has(Feature::kDot8)) && k->supports(g)) return k;
   }
   return nullptr;
 }

@@ -21,8 +21,8 @@ namespace kestrel::kernels {
 struct I8ConvKernel {
   const char* name;  // what it computes, its tile and ISA: "i8_conv1x1_32x12_avx512vnni"
   Isa isa;
-  // Runs only where the CPU has this feature (Feature::kDot8 for VNNI and SDOT).
-  Feature feature;
+  // Runs only where the CPU has int8 dot products (Feature::kDot8: VNNI, SDOT).
+  bool dot8;
   // True if this kernel computes `g` (planar operands; its activation included).
   bool (*supports)(const ConvGeometry& g);
   // Bytes of packed weights for `g`.

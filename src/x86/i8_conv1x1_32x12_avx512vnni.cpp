@@ -226,7 +226,7 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni = {
-    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, Feature::kDot8, supports, packed_bytes, pack,
+    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, true, supports, packed_bytes, pack,
     workspace_per_thread_bytes,    run,
 };
 

@@ -67,6 +67,8 @@ extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
 // int8 arithmetic (Precision::kInt8) on 1x1 layers, where the CPU has AVX512-VNNI
 // (src/x86/i8_conv1x1_32x12_avx512vnni.cpp).
 extern const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni;
+extern const I8ConvKernel kI8DwConv3x3_16_Avx512;  // depthwise, stride 1 and 2, in one pass
+extern const I8ConvKernel kI8DwConv5x5_16_Avx512;  // a channel (i8_dwconv_16_avx512.cpp)
 extern const I8MapKernel kI8Map_Avx512;  // int8 maps held as floats (i8_map_avx512.cpp)
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;

@@ -1,0 +1,178 @@
+// int8 depthwise K x K convolution (K = 3, 5; stride 1 or 2) on AVX-512F, planar, 32
+// output pixels of a row (2 vectors) per step, in one pass over each channel:
+// 1. the channel's input rows are quantized (quantize_i8) into the thread's scratch as
+//    integer-valued floats, inside padding zeroed once per thread;
+// 2. the sums by fp32 FMAs: an int8 product is exact in fp32 and so is any sum of up to
+//    kExactFloatTaps of them, in any order (i8_conv_kernels.h), so one accumulator per
+//    window row, added at the end, keeps K independent chains and still gives
+//    conv_reference_i8's sums;
+// 3. float(sum) * dequant + bias (a multiply, then an add), the activation, the store.
+// A stride-2 tap gathers its 16 columns from two loads (vpermt2ps). Threads split the
+// channels.
+//
+// Packed per channel: the K * K weights' int8 values as floats, its dequant factor and
+// its bias.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/i8_conv_kernels.h"
+#include "x86/f32_gemm_x86.h"
+#include "x86/i8_quantize_avx512.h"
+#include "x86/x86_kernels.h"
+
+KESTREL_X86_NS_BEGIN
+namespace {
+
+using V = F32x16;
+constexpr int W = V::kWidth;
+// Vectors of a row per step: 2, or 1 on maps 16 wide or less.
+constexpr int kMaxNV = 2;
+
+template <int K>
+bool supports(const ConvGeometry& g) {
+  return g.planar() && g.is_depthwise() && g.kh == K && g.kw == K && g.sh == g.sw && (g.sh == 1 || g.sh == 2) &&
+         g.dh == 1 && g.dw == 1 && g.pad_top >= 0 && g.pad_top < K && g.pad_left >= 0 && g.pad_left < K &&
+         g.out_h > 0 && g.out_w > 0;
+}
+
+template <int K>
+size_t packed_bytes(const ConvGeometry& g) {
+  return static_cast<size_t>(g.out_c) * (K * K + 2) * sizeof(float);
+}
+
+template <int K>
+void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias, void* packed) {
+  float* p = static_cast<float*>(packed);
+  for (int c = 0; c < g.out_c; ++c, p += K * K + 2) {
+    for (int i = 0; i < K * K; ++i) p[i] = weight[static_cast<size_t>(c) * K * K + i];
+    p[K * K] = dequant[c];
+    p[K * K + 1] = bias ? bias[c] : 0.f;
+  }
+}
+
+// The padded plane in scratch: the rows the outputs read, each wide enough for every
+// vector step's loads (columns past the outputs' reach feed lanes never stored).
+struct Plane {
+  int rows, cols;
+};
+
+Plane plane_of(const ConvGeometry& g, int k) {
+  const int steps = (g.out_w + kMaxNV * W - 1) / (kMaxNV * W);
+  const int reach = g.sh * steps * kMaxNV * W + k + W;
+  return {(g.out_h - 1) * g.sh + k, std::max(reach, g.pad_left + g.in_w)};
+}
+
+template <int K>
+size_t workspace_per_thread_bytes(const ConvGeometry& g) {
+  const Plane p = plane_of(g, K);
+  return static_cast<size_t>(p.rows) * p.cols * sizeof(float);
+}
+
+// Channel `src` (in_h x in_w) quantized into the padded plane `dst`, whose padding
+// the caller has zeroed: it is the same for every channel, so only the input's place
+// is written.
+void fill(const ConvGeometry& g, const Plane& p, const float* src, float scale, float* dst) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const int right = std::min(g.in_w, p.cols - g.pad_left);
+  const int r1 = std::min(p.rows, g.pad_top + g.in_h);
+  for (int r = g.pad_top; r < r1; ++r) {
+    const float* in = src + static_cast<size_t>(r - g.pad_top) * g.in_w;
+    float* out = dst + static_cast<size_t>(r) * p.cols + g.pad_left;
+    int x = 0;
+    for (; x + W <= right; x += W) _mm512_storeu_ps(out + x, quantize_i8x16(_mm512_loadu_ps(in + x), s));
+    if (x < right) {
+      const __mmask16 m = V::lanes(right - x);
+      _mm512_mask_storeu_ps(out + x, m, quantize_i8x16(_mm512_maskz_loadu_ps(m, in + x), s));
+    }
+  }
+}
+
+// Columns x, x + S, ... (16 of them) of a row.
+template <int S>
+KESTREL_X86_INLINE __m512 columns(const float* p, __m512i even) {
+  if constexpr (S == 1) {
+    return _mm512_loadu_ps(p);
+  } else {
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + W));
+  }
+}
+
+template <int K, int S, int NV, class Epi>
+void channel(const ConvGeometry& g, const Plane& p, const float* plane, const float* w, float* out,
+             const Epi& epi) {
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  __m512 wv[K * K];
+  for (int i = 0; i < K * K; ++i) wv[i] = _mm512_set1_ps(w[i]);
+  const __m512 dq = _mm512_set1_ps(w[K * K]), b = _mm512_set1_ps(w[K * K + 1]);
+  for (int oy = 0; oy < g.out_h; ++oy) {
+    const float* top = plane + static_cast<size_t>(oy) * S * p.cols;
+    float* dst = out + static_cast<size_t>(oy) * g.out_w;
+    for (int ox = 0; ox < g.out_w; ox += NV * W) {
+      __m512 acc[NV][K];
+      static_for<NV>([&](auto v) {
+        static_for<K>([&](auto ky) {
+          const float* r = top + static_cast<size_t>(ky) * p.cols + (ox + v * W) * S;
+          acc[v][ky] = _mm512_mul_ps(wv[ky * K], columns<S>(r, even));
+          static_for<K - 1>([&](auto j) {
+            constexpr int kx = j + 1;
+            acc[v][ky] = _mm512_fmadd_ps(wv[ky * K + kx], columns<S>(r + kx, even), acc[v][ky]);
+          });
+        });
+      });
+      static_for<NV>([&](auto v) {
+        __m512 sum = acc[v][0];
+        static_for<K - 1>([&](auto ky) { sum = _mm512_add_ps(sum, acc[v][ky + 1]); });
+        const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(sum, dq), b));
+        const int n = std::min(W, g.out_w - ox - v * W);
+        if (n >= W) {
+          _mm512_storeu_ps(dst + ox + v * W, y);
+        } else if (n > 0) {
+          _mm512_mask_storeu_ps(dst + ox + v * W, V::lanes(n), y);
+        }
+      });
+    }
+    epi.finish(dst, static_cast<size_t>(g.out_w));
+  }
+}
+
+template <int K>
+void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale, float* out,
+         size_t out_cstep, const KernelContext& ctx) {
+  const Plane p = plane_of(g, K);
+  const float* weights = static_cast<const float*>(packed);
+  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+#pragma omp parallel num_threads(std::max(1, ctx.num_threads))
+    {
+      float* plane = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
+      std::fill(plane, plane + static_cast<size_t>(p.rows) * p.cols, 0.f);
+#pragma omp for schedule(static)
+      for (int c = 0; c < g.out_c; ++c) {
+        fill(g, p, in + c * in_cstep, in_scale, plane);
+        const float* w = weights + static_cast<size_t>(c) * (K * K + 2);
+        float* o = out + c * out_cstep;
+        if (g.sh == 1) {
+          g.out_w > W ? channel<K, 1, 2>(g, p, plane, w, o, epi) : channel<K, 1, 1>(g, p, plane, w, o, epi);
+        } else {
+          g.out_w > W ? channel<K, 2, 2>(g, p, plane, w, o, epi) : channel<K, 2, 1>(g, p, plane, w, o, epi);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+KESTREL_X86_NS_END
+
+namespace kestrel::kernels::x86 {
+
+const I8ConvKernel kI8DwConv3x3_16_Avx512 = {
+    "i8_dwconv3x3_16_avx512", Isa::kAvx512, false, supports<3>, packed_bytes<3>, pack<3>,
+    workspace_per_thread_bytes<3>, run<3>,
+};
+const I8ConvKernel kI8DwConv5x5_16_Avx512 = {
+    "i8_dwconv5x5_16_avx512", Isa::kAvx512, false, supports<5>, packed_bytes<5>, pack<5>,
+    workspace_per_thread_bytes<5>, run<5>,
+};
+
+}  // namespace kestrel::kernels::x86
