@@ -42,6 +42,26 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
+// `bytes` calibrated by min-max on `count` random inputs of its "data" (seeds 1, 2, ...),
+// which it returns in `inputs`.
+std::string calibrated_minmax(const std::string& bytes, uint32_t count, std::vector<kestrel::Mat>* inputs,
+                              const std::vector<std::string>& keep_fp32 = {}) {
+  kestrel::Net fp32;
+  REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
+  inputs->clear();
+  for (uint32_t seed = 1; seed <= count; ++seed) inputs->push_back(kt::random_input(fp32, "data", seed));
+  const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
+    (*in)["data"] = (*inputs)[i];
+    return kestrel::Status::Ok();
+  };
+  q::CalibrationOptions opt;
+  opt.method = q::Method::kMinMax;
+  opt.keep_fp32 = keep_fp32;
+  std::string quantized;
+  REQUIRE(q::calibrate(bytes, inputs->size(), source, opt, &quantized, nullptr).ok());
+  return quantized;
+}
+
 // The precision each layer ran at, as the observer sees it, on one inference.
 std::map<std::string, kestrel::Precision> precisions(const kestrel::Net& net, const kestrel::Mat& in) {
   std::map<std::string, kestrel::Precision> seen;
@@ -290,18 +310,8 @@ TEST_SUITE("quantize") {
     b.add_output("c");
     const std::vector<uint8_t> raw = b.serialize();
     const std::string bytes(raw.begin(), raw.end());
-    kestrel::Net fp32;
-    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
     std::vector<kestrel::Mat> inputs;
-    for (uint32_t seed = 1; seed <= 3; ++seed) inputs.push_back(kt::random_input(fp32, "data", seed));
-    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
-      (*in)["data"] = inputs[i];
-      return kestrel::Status::Ok();
-    };
-    q::CalibrationOptions opt;
-    opt.method = q::Method::kMinMax;
-    std::string quantized;
-    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &quantized, nullptr).ok());
+    const std::string quantized = calibrated_minmax(bytes, 3, &inputs);
     std::map<std::string, float> scale;
     for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
       scale[blob->name()->str()] = blob->int8_scale();
@@ -397,9 +407,8 @@ TEST_SUITE("quantize") {
       CHECK(kt::same_plane_values(m, ref));
     }
     // A layer the calibration kept in fp32 stays fp32 at int8.
-    opt.keep_fp32 = {"c"};
-    std::string kept;
-    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &kept, nullptr).ok());
+    std::vector<kestrel::Mat> again;
+    const std::string kept = calibrated_minmax(bytes, 3, &again, {"c"});
     kestrel::Net net;
     net.option().precision = kestrel::Precision::kInt8;
     REQUIRE(net.load(kept.data(), kept.size()).ok());
@@ -414,18 +423,8 @@ TEST_SUITE("quantize") {
     // kExactFloatTaps), the stem on the latter.
     const std::vector<uint8_t> raw = kestrel::mobilenet_v1({3, 64}).serialize();
     const std::string bytes(raw.begin(), raw.end());
-    kestrel::Net fp32;
-    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
     std::vector<kestrel::Mat> inputs;
-    for (uint32_t seed = 1; seed <= 2; ++seed) inputs.push_back(kt::random_input(fp32, "data", seed));
-    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
-      (*in)["data"] = inputs[i];
-      return kestrel::Status::Ok();
-    };
-    q::CalibrationOptions opt;
-    opt.method = q::Method::kMinMax;
-    std::string quantized;
-    REQUIRE(q::calibrate(bytes, inputs.size(), source, opt, &quantized, nullptr).ok());
+    const std::string quantized = calibrated_minmax(bytes, 2, &inputs);
     auto run = [&](kestrel::KernelSet kernels, int threads, std::map<std::string, std::string>* ran) {
       kestrel::Net net;
       net.option().precision = kestrel::Precision::kInt8;

@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "kernels/conv_kernels.h"
+#include "x86/dot_plan_x86.h"
 #include "x86/f32_gemm_x86.h"
 #include "x86/x86_kernels.h"
 
@@ -30,47 +31,35 @@ constexpr int W = V::kWidth, MV = 2, MR = MV * W, NP = 12;
 // Pixel groups beyond this many bytes are left to the fp32 kernels.
 constexpr size_t kMaxGroupBytes = size_t(64) << 20;
 
-struct Plan {
-  size_t k, kp, pixels, full;  // full: groups of NP pixels
-  int rest, panels;
-};
+using Plan = DotPlan<2, MR, NP>;
 
-Plan plan_of(const ConvGeometry& g) {
-  Plan p;
-  p.k = static_cast<size_t>(g.in_c);
-  p.kp = (p.k + 1) / 2;
-  p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
-  p.full = p.pixels / NP;
-  p.rest = static_cast<int>(p.pixels % NP);
-  p.panels = (g.out_c + MR - 1) / MR;
-  return p;
-}
+Plan plan_of(const ConvGeometry& g) { return Plan(g); }
 
 bool supports(const ConvGeometry& g) {
   if (!g.bf16 || !bf16_pointwise(g) || g.out_c <= 0 || !g.packs_within(W)) return false;
   if ((g.in_pack != 1 && g.in_c % W != 0) || (g.out_pack != 1 && g.out_c % W != 0)) return false;
   const Plan p = plan_of(g);
-  return p.kp * p.pixels <= kMaxGroupBytes / sizeof(uint32_t) &&
-         static_cast<size_t>(p.panels) * (p.kp + 1) * MR < (size_t(1) << 30);
+  return p.kd * p.pixels <= kMaxGroupBytes / sizeof(uint32_t) &&
+         static_cast<size_t>(p.panels) * (p.kd + 1) * MR < (size_t(1) << 30);
 }
 
 size_t packed_floats(const ConvGeometry& g) {
   const Plan p = plan_of(g);
-  return static_cast<size_t>(p.panels) * (p.kp + 1) * MR;  // the pairs, then the bias
+  return static_cast<size_t>(p.panels) * (p.kd + 1) * MR;  // the pairs, then the bias
 }
 
 void pack(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
   const Plan p = plan_of(g);
   uint32_t* pairs = reinterpret_cast<uint32_t*>(packed);
-  float* pb = packed + static_cast<size_t>(p.panels) * p.kp * MR;
+  float* pb = packed + static_cast<size_t>(p.panels) * p.kd * MR;
   for (int panel = 0; panel < p.panels; ++panel) {
     for (int r = 0; r < MR; ++r) {
       const int o = panel * MR + r;
       const float* src = o < g.out_c ? weight + static_cast<size_t>(o) * p.k : nullptr;
-      for (size_t q = 0; q < p.kp; ++q) {
+      for (size_t q = 0; q < p.kd; ++q) {
         const uint32_t lo = src ? to_bf16(src[2 * q]) : 0;
         const uint32_t hi = src && 2 * q + 1 < p.k ? to_bf16(src[2 * q + 1]) : 0;
-        pairs[(static_cast<size_t>(panel) * p.kp + q) * MR + r] = lo | (hi << 16);
+        pairs[(static_cast<size_t>(panel) * p.kd + q) * MR + r] = lo | (hi << 16);
       }
       *pb++ = src && bias ? bias[o] : 0.f;
     }
@@ -80,23 +69,21 @@ void pack(const ConvGeometry& g, const float* weight, const float* bias, float* 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
 // Where pixel j of group gi lies for pair q: groups are [kp][np], np = NP or the rest.
-KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) { return groups + gi * NP * p.kp; }
-KESTREL_X86_INLINE int group_pixels(const Plan& p, size_t gi) { return gi < p.full ? NP : p.rest; }
-KESTREL_X86_INLINE size_t group_count(const Plan& p) { return p.full + (p.rest ? 1 : 0); }
+KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) { return groups + gi * NP * p.kd; }
 // Groups a chunk holds: kChunkBytes of pairs (a quarter of the smallest L2 we target), at
 // least one group.
 constexpr size_t kChunkBytes = size_t(256) << 10;
-KESTREL_X86_INLINE size_t chunk_groups(const Plan& p) { return std::max<size_t>(1, kChunkBytes / (NP * p.kp * 4)); }
+KESTREL_X86_INLINE size_t chunk_groups(const Plan& p) { return std::max<size_t>(1, kChunkBytes / (NP * p.kd * 4)); }
 // Maps of this many chunks or more are streamed (run_streamed).
 constexpr size_t kStreamMinChunks = 8;
-KESTREL_X86_INLINE bool streamed(const Plan& p) { return group_count(p) >= kStreamMinChunks * chunk_groups(p); }
+KESTREL_X86_INLINE bool streamed(const Plan& p) { return p.group_count() >= kStreamMinChunks * chunk_groups(p); }
 
 // Per-thread scratch is there in every caller (the fused layers' bands included): a
 // chunk for each thread where the map is streamed, else the whole map's groups in thread
 // 0's (the others' room goes unused).
 size_t workspace_per_thread_bytes(const ConvGeometry& g) {
   const Plan p = plan_of(g);
-  return (streamed(p) ? chunk_groups(p) * NP : p.pixels) * p.kp * sizeof(uint32_t);
+  return (streamed(p) ? chunk_groups(p) * NP : p.pixels) * p.kd * sizeof(uint32_t);
 }
 
 // Groups [g0, g1) of a planar input into `groups`, which holds groups from `base` on:
@@ -106,11 +93,11 @@ size_t workspace_per_thread_bytes(const ConvGeometry& g) {
 // wrote each line in 48-byte pieces a map apart (bench/bf16/RESULTS.md).
 void convert_planar(const Plan& p, const float* in, size_t cstep, size_t g0, size_t g1, uint32_t* groups,
                     size_t base) {
-  for (size_t q = 0; q < p.kp; ++q) {
+  for (size_t q = 0; q < p.kd; ++q) {
     const float* r0 = in + 2 * q * cstep;
     const bool odd_last = 2 * q + 1 >= p.k;
     for (size_t gi = g0; gi < g1; ++gi) {
-      const int np = group_pixels(p, gi);
+      const int np = p.group_pixels(gi);
       const __mmask16 m = V::lanes(np);
       const __m512 a = _mm512_maskz_loadu_ps(m, r0 + gi * NP);
       const __m512 b = odd_last ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, r0 + cstep + gi * NP);
@@ -138,7 +125,7 @@ void convert_blocked(const Plan& p, const float* in, size_t cstep, size_t g0, si
       const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + px * W));
       _mm256_store_si256(reinterpret_cast<__m256i*>(pr), reinterpret_cast<const __m256i&>(h));
       const size_t gi = px / NP;
-      const int np = group_pixels(p, gi);
+      const int np = p.group_pixels(gi);
       uint32_t* d = group_at(groups, p, gi - base) + blk * (W / 2) * np + px % NP;
       for (int j = 0; j < W / 2; ++j) d[j * np] = pr[j];
     }
@@ -180,19 +167,19 @@ __attribute__((noinline)) void tile(size_t kp, const uint32_t* __restrict a, con
 template <class P, class Epi>
 void panel_group(const ConvGeometry& g, const Plan& p, const float* packed, int panel, size_t gi, const uint32_t* x,
                  float* out, size_t out_cstep, const Epi& epi) {
-  const uint32_t* a = reinterpret_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * p.kp * MR;
-  const float* bias = packed + static_cast<size_t>(p.panels) * p.kp * MR + static_cast<size_t>(panel) * MR;
+  const uint32_t* a = reinterpret_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * p.kd * MR;
+  const float* bias = packed + static_cast<size_t>(p.panels) * p.kd * MR + static_cast<size_t>(panel) * MR;
   const int mr = std::min(MR, g.out_c - panel * MR);
   const size_t out_px = P::kOut ? W : 1;
   float* c = out + static_cast<size_t>(panel) * (P::kOut ? MV : MR) * out_cstep + gi * NP * out_px;
-  const int np = group_pixels(p, gi);
+  const int np = p.group_pixels(gi);
   if (np == NP) {
-    tile<NP, Epi, P>(p.kp, a, bias, x, NP, c, out_cstep, mr, epi);
+    tile<NP, Epi, P>(p.kd, a, bias, x, NP, c, out_cstep, mr, epi);
     return;
   }
   int j = 0;
-  for (; j + 4 <= np; j += 4) tile<4, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
-  for (; j < np; ++j) tile<1, Epi, P>(p.kp, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+  for (; j + 4 <= np; j += 4) tile<4, Epi, P>(p.kd, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
+  for (; j < np; ++j) tile<1, Epi, P>(p.kd, a, bias, x + j, np, c + j * out_px, out_cstep, mr, epi);
 }
 
 // A map of kStreamMinChunks chunks or more: each thread converts a chunk of its share of
@@ -203,7 +190,7 @@ void panel_group(const ConvGeometry& g, const Plan& p, const float* packed, int 
 template <class P, class Epi>
 void run_streamed(const ConvGeometry& g, const Plan& p, const float* packed, const float* in, size_t in_cstep,
                   float* out, size_t out_cstep, const KernelContext& ctx, const Epi& epi) {
-  const size_t ngroups = group_count(p);
+  const size_t ngroups = p.group_count();
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
   {
     const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
@@ -230,7 +217,7 @@ void run_packs(const ConvGeometry& g, const float* packed, const float* in, size
     return;
   }
   uint32_t* groups = static_cast<uint32_t*>(ctx.scratch_of(0));
-  const size_t ngroups = group_count(p);
+  const size_t ngroups = p.group_count();
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
   {
     const size_t t = omp_get_thread_num(), n = omp_get_num_threads();

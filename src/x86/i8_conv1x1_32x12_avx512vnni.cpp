@@ -28,6 +28,7 @@
 
 #include "kernels/i8_conv_kernels.h"
 #include "kernels/i8_reference.h"
+#include "x86/dot_plan_x86.h"
 #include "x86/f32_gemm_x86.h"
 #include "x86/i8_quantize_avx512.h"
 #include "x86/x86_kernels.h"
@@ -42,24 +43,12 @@ constexpr size_t kMaxGroupBytes = size_t(64) << 20;
 // vpdpbusd's unsigned operand is the weight plus this offset.
 constexpr int kOffset = 128;
 
-struct Plan {
-  size_t k, kq, pixels, full;  // full: groups of NP pixels
-  int rest, panels;
-};
+using Plan = DotPlan<4, MR, NP>;
 
-Plan plan_of(const ConvGeometry& g) {
-  Plan p;
-  p.k = static_cast<size_t>(g.in_c);
-  p.kq = (p.k + 3) / 4;
-  p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
-  p.full = p.pixels / NP;
-  p.rest = static_cast<int>(p.pixels % NP);
-  p.panels = (g.out_c + MR - 1) / MR;
-  return p;
-}
+Plan plan_of(const ConvGeometry& g) { return Plan(g); }
 
 // Per panel: the weight quads, then the dequant factors and the biases.
-size_t panel_dwords(const Plan& p) { return (p.kq + 2) * MR; }
+size_t panel_dwords(const Plan& p) { return (p.kd + 2) * MR; }
 
 bool supports(const ConvGeometry& g) {
   if (!g.planar() || g.group != 1 || g.kh != 1 || g.kw != 1 || g.sh != 1 || g.sw != 1 || g.pad_top != 0 ||
@@ -68,7 +57,7 @@ bool supports(const ConvGeometry& g) {
     return false;
   }
   const Plan p = plan_of(g);
-  return p.kq * p.pixels <= kMaxGroupBytes / sizeof(uint32_t) &&
+  return p.kd * p.pixels <= kMaxGroupBytes / sizeof(uint32_t) &&
          static_cast<size_t>(p.panels) * panel_dwords(p) < (size_t(1) << 30);
 }
 
@@ -81,12 +70,12 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
   const Plan p = plan_of(g);
   for (int panel = 0; panel < p.panels; ++panel) {
     uint32_t* quads = static_cast<uint32_t*>(packed) + static_cast<size_t>(panel) * panel_dwords(p);
-    float* dq = reinterpret_cast<float*>(quads + p.kq * MR);
+    float* dq = reinterpret_cast<float*>(quads + p.kd * MR);
     float* b = dq + MR;
     for (int r = 0; r < MR; ++r) {
       const int o = panel * MR + r;
       const int8_t* src = o < g.out_c ? weight + static_cast<size_t>(o) * p.k : nullptr;
-      for (size_t q = 0; q < p.kq; ++q) {
+      for (size_t q = 0; q < p.kd; ++q) {
         uint32_t d = 0;
         for (size_t i = 0; i < 4; ++i) {
           const size_t c = 4 * q + i;
@@ -103,14 +92,12 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
 
 // A group's quads and then its pixels' input sums (int32).
 KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi) {
-  return groups + gi * NP * (p.kq + 1);
+  return groups + gi * NP * (p.kd + 1);
 }
-KESTREL_X86_INLINE int group_pixels(const Plan& p, size_t gi) { return gi < p.full ? NP : p.rest; }
-KESTREL_X86_INLINE size_t group_count(const Plan& p) { return p.full + (p.rest ? 1 : 0); }
 
 size_t workspace_per_thread_bytes(const ConvGeometry& g) {
   const Plan p = plan_of(g);
-  return p.pixels * (p.kq + 1) * sizeof(uint32_t);
+  return p.pixels * (p.kd + 1) * sizeof(uint32_t);
 }
 
 // Groups [g0, g1) of the planar input into `groups`: rows 4q .. 4q + 3 of the groups'
@@ -120,10 +107,10 @@ void quantize_groups(const Plan& p, const float* in, size_t cstep, float scale, 
                      uint32_t* groups) {
   const __m512 s = _mm512_set1_ps(scale);
   const __m512i byte = _mm512_set1_epi32(0xFF);
-  for (size_t q = 0; q < p.kq; ++q) {
+  for (size_t q = 0; q < p.kd; ++q) {
     const size_t c0 = 4 * q;
     for (size_t gi = g0; gi < g1; ++gi) {
-      const int np = group_pixels(p, gi);
+      const int np = p.group_pixels(gi);
       const __mmask16 m = V::lanes(np);
       uint32_t* grp = group_at(groups, p, gi);
       __m512i d = _mm512_setzero_si512(), sum = _mm512_setzero_si512();
@@ -135,7 +122,7 @@ void quantize_groups(const Plan& p, const float* in, size_t cstep, float scale, 
         d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_and_si512(v, byte), static_cast<unsigned>(8 * i)));
       }
       _mm512_mask_storeu_epi32(grp + q * np, m, d);
-      uint32_t* sums = grp + p.kq * np;
+      uint32_t* sums = grp + p.kd * np;
       if (q > 0) sum = _mm512_add_epi32(sum, _mm512_maskz_loadu_epi32(m, sums));
       _mm512_mask_storeu_epi32(sums, m, sum);
     }
@@ -185,24 +172,24 @@ template <class Epi>
 void panel_group(const ConvGeometry& g, const Plan& p, const void* packed, int panel, size_t gi, const uint32_t* x,
                  float* out, size_t out_cstep, const Epi& epi) {
   const uint32_t* a = static_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * panel_dwords(p);
-  const float* tail = reinterpret_cast<const float*>(a + p.kq * MR);
+  const float* tail = reinterpret_cast<const float*>(a + p.kd * MR);
   const int mr = std::min(MR, g.out_c - panel * MR);
   float* c = out + static_cast<size_t>(panel) * MR * out_cstep + gi * NP;
-  const int np = group_pixels(p, gi);
+  const int np = p.group_pixels(gi);
   if (np == NP) {
-    tile<NP>(p.kq, a, tail, x, NP, c, out_cstep, mr, epi);
+    tile<NP>(p.kd, a, tail, x, NP, c, out_cstep, mr, epi);
     return;
   }
   int j = 0;
-  for (; j + 4 <= np; j += 4) tile<4>(p.kq, a, tail, x + j, np, c + j, out_cstep, mr, epi);
-  for (; j < np; ++j) tile<1>(p.kq, a, tail, x + j, np, c + j, out_cstep, mr, epi);
+  for (; j + 4 <= np; j += 4) tile<4>(p.kd, a, tail, x + j, np, c + j, out_cstep, mr, epi);
+  for (; j < np; ++j) tile<1>(p.kd, a, tail, x + j, np, c + j, out_cstep, mr, epi);
 }
 
 void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale, float* out,
          size_t out_cstep, const KernelContext& ctx) {
   const Plan p = plan_of(g);
   uint32_t* groups = static_cast<uint32_t*>(ctx.scratch_of(0));
-  const size_t ngroups = group_count(p);
+  const size_t ngroups = p.group_count();
   gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
     {
