@@ -213,12 +213,16 @@ TEST_SUITE("kernels") {
       int in_c, out_c, group, h, w, k, stride, pad_begin, pad_end;
       Act act;
       bool bias;
+      int dilation = 1;
     };
     // 1x1: channel counts that are and are not multiples of a quad and of a 32-channel
     // panel, maps of 1 pixel, of fewer than a 12-pixel group, of groups with a short
     // last one, and one of thousands of quads. Depthwise 3x3 and 5x5: stride 1 and 2,
     // widths that are and are not multiples of 16 and of a 32-pixel step, no padding,
-    // TF's SAME at stride 2 (nothing before, one after), a 1x1 map.
+    // TF's SAME at stride 2 (nothing before, one after), a 1x1 map. Any other one-group
+    // convolution (im2col): stems, 3x3 with taps past kExactFloatTaps, 1x1 stride 2,
+    // 5x5 and 7x7 stride 2, stride 3 (gathered), dilation 2, width 1, groups crossing
+    // output rows.
     const KCase cases[] = {
         {1, 1, 1, 1, 1, 1, 1, 0, 0, Act::None, false},       {3, 5, 1, 3, 5, 1, 1, 0, 0, Act::ReLU, true},
         {4, 32, 1, 4, 3, 1, 1, 0, 0, Act::Clip, true},       {5, 33, 1, 1, 13, 1, 1, 0, 0, Act::LeakyReLU, true},
@@ -229,6 +233,11 @@ TEST_SUITE("kernels") {
         {16, 16, 16, 1, 1, 3, 1, 1, 1, Act::None, true},     {20, 20, 20, 9, 70, 5, 2, 2, 2, Act::LeakyReLU, true},
         {8, 8, 8, 7, 35, 3, 1, 0, 0, Act::Sigmoid, false},   {7, 7, 7, 6, 6, 5, 1, 2, 2, Act::Clip, true},
         {9, 9, 9, 8, 8, 3, 2, 0, 1, Act::ReLU, true},        {3, 3, 3, 40, 67, 3, 2, 1, 1, Act::None, true},
+        {3, 8, 1, 17, 13, 3, 2, 1, 1, Act::ReLU, true},      {64, 40, 1, 14, 14, 3, 1, 1, 1, Act::Clip, true},
+        {130, 33, 1, 9, 11, 3, 1, 1, 1, Act::None, false},   {24, 48, 1, 15, 17, 1, 2, 0, 0, Act::ReLU, true},
+        {5, 7, 1, 6, 17, 5, 1, 2, 2, Act::LeakyReLU, true},  {3, 4, 1, 4, 1, 3, 2, 1, 1, Act::None, true},
+        {16, 20, 1, 8, 8, 3, 2, 0, 1, Act::Sigmoid, true},   {8, 35, 1, 5, 40, 7, 2, 3, 3, Act::Clip, true},
+        {12, 9, 1, 11, 7, 3, 1, 2, 2, Act::ReLU, true, 2},   {6, 10, 1, 13, 20, 3, 3, 1, 1, Act::ReLU, true},
     };
     std::mt19937 rng(29);
     std::uniform_int_distribution<int> q8(-127, 127);
@@ -240,8 +249,10 @@ TEST_SUITE("kernels") {
       g.kh = g.kw = c.k;
       g.sh = g.sw = c.stride;
       g.pad_top = g.pad_left = c.pad_begin;
-      g.out_h = (c.h + c.pad_begin + c.pad_end - c.k) / c.stride + 1;
-      g.out_w = (c.w + c.pad_begin + c.pad_end - c.k) / c.stride + 1;
+      g.dh = g.dw = c.dilation;
+      const int span = (c.k - 1) * c.dilation + 1;
+      g.out_h = (c.h + c.pad_begin + c.pad_end - span) / c.stride + 1;
+      g.out_w = (c.w + c.pad_begin + c.pad_end - span) / c.stride + 1;
       const size_t taps = size_t(c.in_c / c.group) * c.k * c.k;
       INFO(kt::describe_conv(g));
       Mat in;
@@ -288,7 +299,7 @@ TEST_SUITE("kernels") {
           REQUIRE(out.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
           kt::fill_sentinel(out);
           kt::KernelScratch scratch;
-          const auto ctx = scratch.make(0, kern->workspace_per_thread_bytes(g), threads);
+          const auto ctx = scratch.make(kern->workspace_bytes(g), kern->workspace_per_thread_bytes(g), threads);
           kern->run(g, packed.data, src.data, src.cstep, in_scale, out.data, out.cstep, ctx);
           CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
           CHECK(kt::same_plane_values(out, want));

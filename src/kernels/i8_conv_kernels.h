@@ -32,7 +32,8 @@ struct I8ConvKernel {
   // nullptr) into `packed` (packed_bytes(g) bytes, kAlignment-aligned).
   void (*pack)(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias,
                void* packed);
-  // Per-thread scratch bytes run() needs (thread 0's may serve all threads).
+  // Shared and per-thread scratch bytes run() needs (may be 0).
+  size_t (*workspace_bytes)(const ConvGeometry& g);
   size_t (*workspace_per_thread_bytes)(const ConvGeometry& g);
   // The whole fp32 output from the fp32 input quantized with in_scale; operands as
   // ConvKernel::run's (planar, channels cstep floats apart). The result must not depend

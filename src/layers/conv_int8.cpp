@@ -58,6 +58,7 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
       if (!s.ok()) return s;
       k->pack(g, w8_.data(), dequant_.data(), bias, packed_.data);
       i8_kernel_ = k;
+      workspace_bytes_ = k->workspace_bytes(g);
       per_thread_bytes_ = k->workspace_per_thread_bytes(g);
       std::snprintf(name_, sizeof name_, "%s", k->name);
       std::vector<int8_t>().swap(w8_);

@@ -1,6 +1,6 @@
 // The plan shared by the x86 channel-tile dot-product kernels (bf16 pairs,
-// bf16_conv1x1_32x12_avx512bf16.cpp; int8 quads, i8_conv1x1_32x12_avx512vnni.cpp): K
-// input channels packed kPer to a dword, the map's pixels in groups of NP, the output
+// bf16_conv1x1_32x12_avx512bf16.cpp; int8 quads, i8_conv_32x12_avx512vnni.cpp): the K
+// taps of an output (input channels of a group x window) packed kPer to a dword, the map's pixels in groups of NP, the output
 // channels in panels of MR.
 #pragma once
 #include <cstddef>
@@ -17,7 +17,7 @@ struct DotPlan {
   int rest, panels;
 
   explicit DotPlan(const ConvGeometry& g)
-      : k(static_cast<size_t>(g.in_c)),
+      : k(static_cast<size_t>(g.in_c / g.group) * g.kh * g.kw),
         kd((k + kPer - 1) / kPer),
         pixels(static_cast<size_t>(g.out_h) * g.out_w),
         full(pixels / NP),

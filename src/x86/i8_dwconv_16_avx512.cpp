@@ -63,6 +63,8 @@ Plane plane_of(const ConvGeometry& g, int k) {
   return {(g.out_h - 1) * g.sh + k, std::max(reach, g.pad_left + g.in_w)};
 }
 
+size_t no_workspace(const ConvGeometry&) { return 0; }
+
 template <int K>
 size_t workspace_per_thread_bytes(const ConvGeometry& g) {
   const Plane p = plane_of(g, K);
@@ -167,11 +169,11 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8DwConv3x3_16_Avx512 = {
-    "i8_dwconv3x3_16_avx512", Isa::kAvx512, false, supports<3>, packed_bytes<3>, pack<3>,
+    "i8_dwconv3x3_16_avx512", Isa::kAvx512, false, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
     workspace_per_thread_bytes<3>, run<3>,
 };
 const I8ConvKernel kI8DwConv5x5_16_Avx512 = {
-    "i8_dwconv5x5_16_avx512", Isa::kAvx512, false, supports<5>, packed_bytes<5>, pack<5>,
+    "i8_dwconv5x5_16_avx512", Isa::kAvx512, false, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
     workspace_per_thread_bytes<5>, run<5>,
 };
 

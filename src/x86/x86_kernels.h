@@ -64,9 +64,10 @@ extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
 // bf16 arithmetic (Precision::kBf16) on the pointwise layers of bf16_pointwise(), where
 // the CPU has AVX512-BF16 (src/x86/bf16_conv1x1_32x12_avx512bf16.cpp).
 extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
-// int8 arithmetic (Precision::kInt8) on 1x1 layers, where the CPU has AVX512-VNNI
-// (src/x86/i8_conv1x1_32x12_avx512vnni.cpp).
+// int8 arithmetic (Precision::kInt8), where the CPU has AVX512-VNNI: 1x1 layers, and any
+// other one-group layer through im2col rows (src/x86/i8_conv_32x12_avx512vnni.cpp).
 extern const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni;
+extern const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni;
 extern const I8ConvKernel kI8DwConv3x3_16_Avx512;  // depthwise, stride 1 and 2, in one pass
 extern const I8ConvKernel kI8DwConv5x5_16_Avx512;  // a channel (i8_dwconv_16_avx512.cpp)
 extern const I8MapKernel kI8Map_Avx512;  // int8 maps held as floats (i8_map_avx512.cpp)
