@@ -116,20 +116,29 @@ size_t workspace_bytes(const ConvGeometry& g) {
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// Where tap t's values for a group's pixels come from (np lanes, the others zero):
-// a 1x1 convolution's input rows as they are.
+// Where a group's pixels' values come from, tap after tap (Src::at(gi, np).next(): np
+// lanes, the others zero): a 1x1 convolution's input rows as they are.
 struct PointwiseRows {
   const float* in;
   size_t cstep;
-  KESTREL_X86_INLINE __m512 load(size_t t, size_t gi, int np) const {
-    return _mm512_maskz_loadu_ps(V::lanes(np), in + t * cstep + gi * NP);
-  }
+  struct Cursor {
+    const float* p;
+    size_t cstep;
+    __mmask16 m;
+    KESTREL_X86_INLINE __m512 next() {
+      const __m512 v = _mm512_maskz_loadu_ps(m, p);
+      p += cstep;
+      return v;
+    }
+  };
+  KESTREL_X86_INLINE Cursor at(size_t gi, int np) const { return {in + gi * NP, cstep, V::lanes(np)}; }
 };
 
-// Any window (tap t = input channel, kernel row, kernel column, the weights' order):
-// each run of the group's pixels along one output row reads an input row: a masked load
-// at stride 1, two and a permute at stride 2, else a gather; the padding and what lies
-// past the input read as zeros (masked off).
+// Any window (tap = input channel, kernel row, kernel column, the weights' order): each
+// run of the group's pixels along one output row reads an input row: a masked load at
+// stride 1, two and a permute at stride 2, else a gather; the padding and what lies
+// past the input read as zeros (masked off). The runs are found once a group, and the
+// taps stepped through by counting.
 struct Im2colRows {
   const ConvGeometry& g;
   const float* in;
@@ -143,73 +152,101 @@ struct Im2colRows {
                                            _mm512_set1_epi32(geo.sw))),
         even(_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0)) {}
 
-  __m512 load(size_t t, size_t gi, int np) const {
-    const int window = g.kh * g.kw, ic = static_cast<int>(t) / window, r = static_cast<int>(t) % window;
-    const int ky = r / g.kw, kx = r % g.kw;
-    const float* plane = in + static_cast<size_t>(ic) * cstep;
-    const size_t px = gi * NP;
-    int oy = static_cast<int>(px / g.out_w), ox = static_cast<int>(px % g.out_w);
-    __m512 v = _mm512_setzero_ps();
-    for (int j = 0; j < np; ox = 0, ++oy) {
-      const int run = std::min(np - j, g.out_w - ox);
-      const int iy = oy * g.sh + ky * g.dh - g.pad_top;
-      if (iy >= 0 && iy < g.in_h) {
+  struct Run {
+    int y0, x0, j, len;  // the input row and column of its first lane's window origin
+  };
+
+  struct Cursor {
+    const Im2colRows& s;
+    Run runs[NP];
+    int nruns = 0, ky = 0, kx = 0;
+    const float* plane;
+
+    KESTREL_X86_INLINE __m512 next() {
+      const ConvGeometry& g = s.g;
+      __m512 v = _mm512_setzero_ps();
+      for (int r = 0; r < nruns; ++r) {
+        const Run& u = runs[r];
+        const int iy = u.y0 + ky * g.dh;
+        if (iy < 0 || iy >= g.in_h) continue;
         // Lane L of the run reads column ix0 + (L - j) * sw; those inside the row only.
-        const int ix0 = ox * g.sw + kx * g.dw - g.pad_left;
-        const int lo = ix0 >= 0 ? 0 : (-ix0 + g.sw - 1) / g.sw;
-        const int hi = ix0 >= g.in_w ? 0 : std::min(run, (g.in_w - 1 - ix0) / g.sw + 1);
-        if (lo < hi) {
-          const __mmask16 m = static_cast<__mmask16>(((1u << (j + hi)) - 1u) & ~((1u << (j + lo)) - 1u));
-          const float* row = plane + static_cast<ptrdiff_t>(iy) * g.in_w;
-          if (g.sw == 1) {
-            v = _mm512_mask_loadu_ps(v, m, row + (ix0 - j));
-          } else if (g.sw == 2) {
-            // Lane L is element 2L of the 32 floats from row + ix0 - 2j: load the span
-            // from the first valid lane's element to the last's, keep the even ones.
-            const float* base = row + (ix0 - 2 * j);
-            const uint32_t e0 = 2u * (j + lo), e1 = 2u * (j + hi - 1);  // elements, inclusive
-            const uint32_t span = e1 >= 31 ? ~0u << e0 : ((2u << e1) - 1u) & (~0u << e0);
-            const __m512 a = _mm512_maskz_loadu_ps(static_cast<__mmask16>(span), base);
-            const __m512 b = _mm512_maskz_loadu_ps(static_cast<__mmask16>(span >> 16), base + W);
-            v = _mm512_mask_mov_ps(v, m, _mm512_permutex2var_ps(a, even, b));
-          } else {
-            const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(ix0 - j * g.sw), lane_step);
-            v = _mm512_mask_i32gather_ps(v, m, idx, row, 4);
-          }
+        const int ix0 = u.x0 + kx * g.dw;
+        int lo, hi;
+        if (g.sw == 1) {
+          lo = std::max(0, -ix0);
+          hi = std::min(u.len, g.in_w - ix0);
+        } else {
+          lo = ix0 >= 0 ? 0 : (-ix0 + g.sw - 1) / g.sw;
+          hi = ix0 >= g.in_w ? 0 : std::min(u.len, (g.in_w - 1 - ix0) / g.sw + 1);
+        }
+        if (lo >= hi) continue;
+        const int j = u.j;
+        const __mmask16 m = static_cast<__mmask16>(((1u << (j + hi)) - 1u) & ~((1u << (j + lo)) - 1u));
+        const float* row = plane + static_cast<ptrdiff_t>(iy) * g.in_w;
+        if (g.sw == 1) {
+          v = _mm512_mask_loadu_ps(v, m, row + (ix0 - j));
+        } else if (g.sw == 2) {
+          // Lane L is element 2L of the 32 floats from row + ix0 - 2j: load the span from
+          // the first valid lane's element to the last's, keep the even ones.
+          const float* base = row + (ix0 - 2 * j);
+          const uint32_t e0 = 2u * (j + lo), e1 = 2u * (j + hi - 1);  // elements, inclusive (e1 < 31)
+          const uint32_t span = ((2u << e1) - 1u) & (~0u << e0);
+          const __m512 a = _mm512_maskz_loadu_ps(static_cast<__mmask16>(span), base);
+          const __m512 b = _mm512_maskz_loadu_ps(static_cast<__mmask16>(span >> 16), base + W);
+          v = _mm512_mask_mov_ps(v, m, _mm512_permutex2var_ps(a, s.even, b));
+        } else {
+          const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(ix0 - j * g.sw), s.lane_step);
+          v = _mm512_mask_i32gather_ps(v, m, idx, row, 4);
         }
       }
-      j += run;
+      if (++kx == g.kw) {
+        kx = 0;
+        if (++ky == g.kh) {
+          ky = 0;
+          plane += s.cstep;
+        }
+      }
+      return v;
     }
-    return v;
+  };
+
+  Cursor at(size_t gi, int np) const {
+    Cursor c{*this, {}, 0, 0, 0, in};
+    const size_t px = gi * NP;
+    int oy = static_cast<int>(px / g.out_w), ox = static_cast<int>(px % g.out_w);
+    for (int j = 0; j < np; ox = 0, ++oy) {
+      const int len = std::min(np - j, g.out_w - ox);
+      c.runs[c.nruns++] = {oy * g.sh - g.pad_top, ox * g.sw - g.pad_left, j, len};
+      j += len;
+    }
+    return c;
   }
 };
 
-// Groups [g0, g1) into `groups`: rows 4q .. 4q + 3 of the groups' pixels for each q in
-// turn, quantized and packed into a dword a pixel, and each pixel's sum of its
-// quantized inputs. Taps past K are zeros.
+// Groups [g0, g1) into `groups`: for each group, taps 4q .. 4q + 3 of its pixels for
+// each q in turn, quantized and packed into a dword a pixel, then each pixel's sum of
+// its quantized inputs. Taps past K are zeros.
 template <class Src>
 void quantize_groups(const Plan& p, const Src& src, float scale, size_t g0, size_t g1, uint32_t* groups) {
   const __m512 s = _mm512_set1_ps(scale);
   const __m512i byte = _mm512_set1_epi32(0xFF);
-  for (size_t q = 0; q < p.kd; ++q) {
-    const size_t c0 = 4 * q;
-    for (size_t gi = g0; gi < g1; ++gi) {
-      const int np = p.group_pixels(gi);
-      const __mmask16 m = V::lanes(np);
-      uint32_t* grp = group_at(groups, p, gi);
-      __m512i d = _mm512_setzero_si512(), sum = _mm512_setzero_si512();
-      for (size_t i = 0; i < 4 && c0 + i < p.k; ++i) {
-        const __m512 x = src.load(c0 + i, gi, np);
+  for (size_t gi = g0; gi < g1; ++gi) {
+    const int np = p.group_pixels(gi);
+    const __mmask16 m = V::lanes(np);
+    uint32_t* grp = group_at(groups, p, gi);
+    auto cur = src.at(gi, np);
+    __m512i sum = _mm512_setzero_si512();
+    for (size_t q = 0; q < p.kd; ++q) {
+      __m512i d = _mm512_setzero_si512();
+      for (size_t i = 0; i < 4 && 4 * q + i < p.k; ++i) {
         // Exact integers in range: the conversion does not round.
-        const __m512i v = _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(x, s));
+        const __m512i v = _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(cur.next(), s));
         sum = _mm512_add_epi32(sum, v);
         d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_and_si512(v, byte), static_cast<unsigned>(8 * i)));
       }
       _mm512_mask_storeu_epi32(grp + q * np, m, d);
-      uint32_t* sums = grp + p.kd * np;
-      if (q > 0) sum = _mm512_add_epi32(sum, _mm512_maskz_loadu_epi32(m, sums));
-      _mm512_mask_storeu_epi32(sums, m, sum);
     }
+    _mm512_mask_storeu_epi32(grp + p.kd * np, m, sum);
   }
 }
 
