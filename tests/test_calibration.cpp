@@ -450,4 +450,73 @@ TEST_SUITE("quantize") {
     CHECK((ran.at("conv5_1/sep").rfind("i8_conv1x1", 0) == 0) == vnni);
     if (!vnni) MESSAGE("no int8 kernel runs on this CPU: pointwise layers take the exact fp32 route");
   }
+
+  TEST_CASE("int8: an InnerProduct runs as the convolution it equals, on a map and on a vector") {
+    // data -> conv a -> fc (over a's [7, 5, 6] map) -> fc2 (over fc's 9 values).
+    kestrel::ModelBuilder b;
+    b.add_input("data", {4, 5, 6});
+    kt::add_conv(b, "a", "data", 4, 7);
+    kt::add_inner_product(b, "fc", "a", 9, 7 * 5 * 6, 3);
+    kt::add_inner_product(b, "fc2", "fc", 6, 9, 4);
+    b.add_output("fc2");
+    const std::vector<uint8_t> raw = b.serialize();
+    const std::string bytes(raw.begin(), raw.end());
+    std::vector<kestrel::Mat> inputs;
+    const std::string quantized = calibrated_minmax(bytes, 3, &inputs);
+    std::map<std::string, float> scale;
+    for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
+      scale[blob->name()->str()] = blob->int8_scale();
+    }
+    REQUIRE(scale["a"] > 0.f);
+    REQUIRE(scale["fc"] > 0.f);
+    auto run = [&](kestrel::Precision p, kestrel::KernelSet kernels, int threads, const char* out,
+                   std::map<std::string, kestrel::Precision>* seen) {
+      kestrel::Net net;
+      net.option().precision = p;
+      net.option().kernels = kernels;
+      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
+      kestrel::Extractor ex = net.create_extractor();
+      ex.set_num_threads(threads);
+      if (seen) ex.set_observer([&](const kestrel::LayerEvent& e) { (*seen)[e.layer_name] = e.precision; });
+      REQUIRE(ex.input("data", inputs[0]).ok());
+      kestrel::Mat m;
+      REQUIRE(ex.extract(out, m).ok());
+      return m.clone();
+    };
+    std::map<std::string, kestrel::Precision> seen;
+    const kestrel::Mat a = run(kestrel::Precision::kInt8, kestrel::KernelSet::kReference, 1, "a", nullptr);
+    const kestrel::Mat fc = run(kestrel::Precision::kInt8, kestrel::KernelSet::kReference, 1, "fc", nullptr);
+    (void)run(kestrel::Precision::kInt8, kestrel::KernelSet::kReference, 1, "fc2", &seen);
+    CHECK(seen.at("fc") == kestrel::Precision::kInt8);
+    CHECK(seen.at("fc2") == kestrel::Precision::kInt8);
+    // fc written out: a's values quantized with a's scale, the weights per output, the
+    // exact sums, float(sum) * dequant + bias.
+    const kestrel::fb::Model* model = kestrel::fb::GetModel(quantized.data());
+    std::vector<float> w, bias;
+    for (const auto* wt : *model->weights()) {
+      const float* d = reinterpret_cast<const float*>(wt->data()->data());
+      if (wt->name()->str() == "fc/w") w.assign(d, d + wt->data()->size() / 4);
+      if (wt->name()->str() == "fc/b") bias.assign(d, d + wt->data()->size() / 4);
+    }
+    REQUIRE(w.size() == size_t(9) * 7 * 5 * 6);
+    const size_t n = size_t(7) * 5 * 6, plane = size_t(5) * 6;
+    std::vector<int8_t> w8(w.size()), x8(n);
+    std::vector<float> ws(9);
+    kestrel::kernels::quantize_rows_i8(w.data(), 9, n, w8.data(), ws.data());
+    for (int c = 0; c < 7; ++c) kestrel::kernels::quantize_i8(a.channel(c), x8.data() + c * plane, plane, scale["a"]);
+    for (int o = 0; o < 9; ++o) {
+      int32_t sum = 0;
+      for (size_t i = 0; i < n; ++i) sum += int32_t{w8[o * n + i]} * x8[i];
+      const float scaled = static_cast<float>(sum) * (1.f / (scale["a"] * ws[o]));
+      CHECK(fc.data[o] == scaled + bias[o]);
+    }
+    // Every route gives those bits: the fast kernels at 1 and 3 threads; and fp32 differs.
+    const kestrel::Mat want = run(kestrel::Precision::kInt8, kestrel::KernelSet::kReference, 1, "fc2", nullptr);
+    CHECK(kt::same_plane_values(run(kestrel::Precision::kInt8, kestrel::KernelSet::kFast, 1, "fc2", nullptr), want));
+    CHECK(kt::same_plane_values(run(kestrel::Precision::kInt8, kestrel::KernelSet::kFast, 3, "fc2", nullptr), want));
+    CHECK(kt::same_plane_values(run(kestrel::Precision::kInt8, kestrel::KernelSet::kFast, 1, "fc", nullptr), fc));
+    const kestrel::Mat f32 = run(kestrel::Precision::kFp32, kestrel::KernelSet::kFast, 1, "fc2", nullptr);
+    CHECK_FALSE(kt::same_plane_values(f32, want));
+    CHECK(kt::relative_error(want, f32) < 0.05);
+  }
 }

@@ -192,7 +192,8 @@ double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::
   return std::min(kExactSqnrDb, 10.0 * std::log10(signal / noise));
 }
 
-// The layers that run int8 in `model`: Convolutions whose input has a scale, not kept.
+// The layers that run int8 in `model`: convolutions and inner products whose input has a
+// scale, not kept.
 std::vector<std::string> int8_layers(const fb::Model* model) {
   std::set<std::string> kept;
   if (const fb::Quantization* q = model->quantization()) {
@@ -203,7 +204,11 @@ std::vector<std::string> int8_layers(const fb::Model* model) {
   std::vector<std::string> out;
   for (const fb::Layer* l : *model->layers()) {
     const std::string name = l->name()->str();
-    if (l->type()->str() != "Convolution" || kept.count(name) || !l->bottoms() || l->bottoms()->size() == 0) continue;
+    const std::string type = l->type()->str();
+    if ((type != "Convolution" && type != "InnerProduct") || kept.count(name) || !l->bottoms() ||
+        l->bottoms()->size() == 0) {
+      continue;
+    }
     if (model->blobs()->Get(l->bottoms()->Get(0))->int8_scale() > 0.f) out.push_back(name);
   }
   return out;

@@ -132,51 +132,55 @@ Status Int8Conv::prepare_chunks(const kernels::ConvGeometry& g) {
 
 size_t Int8Conv::held_bytes() const { return packed_.total() * sizeof(float) + w8_.size() + dequant_.size() * sizeof(float); }
 
-void Int8Conv::dequantize(Mat& out, int first, int count) const {
+void Int8Conv::dequantize(float* out, size_t out_cstep, int first, int count) const {
   const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
   const size_t plane = static_cast<size_t>(g_.out_h) * g_.out_w;
   for (int o = first; o < first + count; ++o) {
-    mk.dequantize(out.channel(o), out.channel(o), plane, dequant_[o], bias_ ? bias_[o] : 0.f, g_.act);
+    float* y = out + o * out_cstep;
+    mk.dequantize(y, y, plane, dequant_[o], bias_ ? bias_[o] : 0.f, g_.act);
   }
 }
 
-void Int8Conv::forward(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+void Int8Conv::forward(const float* in, size_t in_cstep, float* out, size_t out_cstep,
+                       const ForwardContext& ctx) const {
   if (i8_kernel_) {
-    i8_kernel_->run(g_, packed_.data, in.data, in.cstep, in_scale_, out.data, out.cstep, kernel_context(ctx));
+    i8_kernel_->run(g_, packed_.data, in, in_cstep, in_scale_, out, out_cstep, kernel_context(ctx));
   } else if (float_kernel_) {
-    forward_floats(in, out, ctx);
+    forward_floats(in, in_cstep, out, out_cstep, ctx);
   } else if (!chunks_.empty()) {
-    forward_chunks(in, out, ctx);
+    forward_chunks(in, in_cstep, out, out_cstep, ctx);
   } else {
     // The input quantized with its scale into the workspace, channels unpadded.
     int8_t* q = static_cast<int8_t*>(ctx.workspace);
     const size_t plane = static_cast<size_t>(g_.in_h) * g_.in_w;
-    for (int c = 0; c < g_.in_c; ++c) kernels::quantize_i8(in.channel(c), q + c * plane, plane, in_scale_);
-    kernels::conv_reference_i8(g_, w8_.data(), dequant_.data(), bias_, q, plane, 0.f, nullptr, out.data, out.cstep,
+    for (int c = 0; c < g_.in_c; ++c) kernels::quantize_i8(in + c * in_cstep, q + c * plane, plane, in_scale_);
+    kernels::conv_reference_i8(g_, w8_.data(), dequant_.data(), bias_, q, plane, 0.f, nullptr, out, out_cstep,
                                ctx.num_threads);
   }
 }
 
 // The whole map: quantized into the workspace, the sums by the kernel on all threads,
 // then each output channel dequantized.
-void Int8Conv::forward_floats(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+void Int8Conv::forward_floats(const float* in, size_t in_cstep, float* out, size_t out_cstep,
+                              const ForwardContext& ctx) const {
   const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
   float* q = static_cast<float*>(ctx.workspace);
   const size_t in_plane = static_cast<size_t>(g_.in_h) * g_.in_w;
   const int threads = std::max(1, ctx.num_threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int c = 0; c < g_.in_c; ++c) mk.quantize(in.channel(c), q + c * in_cstep_, in_plane, in_scale_);
+  for (int c = 0; c < g_.in_c; ++c) mk.quantize(in + c * in_cstep, q + c * in_cstep_, in_plane, in_scale_);
   kernels::KernelContext kc = kernel_context(ctx);
   kc.workspace = static_cast<char*>(ctx.workspace) + map_bytes_;
   kernels::ConvGeometry gs = g_;
   (void)exact_float_kernel(&gs);  // the geometry it was packed for
-  float_kernel_->run(gs, packed_.data, q, in_cstep_, out.data, out.cstep, kc);
+  float_kernel_->run(gs, packed_.data, q, in_cstep_, out, out_cstep, kc);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int o = 0; o < g_.out_c; ++o) dequantize(out, o, 1);
+  for (int o = 0; o < g_.out_c; ++o) dequantize(out, out_cstep, o, 1);
 }
 
 // Depthwise chunks, one thread each: quantize, sum, dequantize while the chunk is in L2.
-void Int8Conv::forward_chunks(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+void Int8Conv::forward_chunks(const float* in, size_t in_cstep, float* out, size_t out_cstep,
+                              const ForwardContext& ctx) const {
   const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
   const size_t in_plane = static_cast<size_t>(g_.in_h) * g_.in_w;
   const int n = static_cast<int>(chunks_.size());
@@ -185,13 +189,15 @@ void Int8Conv::forward_chunks(const Mat& in, Mat& out, const ForwardContext& ctx
     const Chunk& c = chunks_[i];
     char* base = ctx.thread_scratch + static_cast<size_t>(omp_get_thread_num()) * ctx.thread_scratch_stride;
     float* q = reinterpret_cast<float*>(base);
-    for (int j = 0; j < c.g.in_c; ++j) mk.quantize(in.channel(c.first + j), q + j * in_cstep_, in_plane, in_scale_);
+    for (int j = 0; j < c.g.in_c; ++j) {
+      mk.quantize(in + (c.first + j) * in_cstep, q + j * in_cstep_, in_plane, in_scale_);
+    }
     kernels::KernelContext kc;
     kc.num_threads = 1;
     kc.workspace = base + map_bytes_;
     kc.thread_scratch = base + map_bytes_ + kernel_ws_bytes_;
-    c.kernel->run(c.g, packed_.data + c.packed_offset, q, in_cstep_, out.channel(c.first), out.cstep, kc);
-    dequantize(out, c.first, c.g.in_c);
+    c.kernel->run(c.g, packed_.data + c.packed_offset, q, in_cstep_, out + c.first * out_cstep, out_cstep, kc);
+    dequantize(out, out_cstep, c.first, c.g.in_c);
   }
 }
 

@@ -1,4 +1,5 @@
-// A Convolution at Precision::kInt8 (its input blob has a kestrel-quantize scale): the
+// A Convolution or InnerProduct (as a convolution, layers/innerproduct.cpp) at
+// Precision::kInt8 (its input blob has a kestrel-quantize scale): the
 // weights quantized per output channel at load, and one of three routes, all giving
 // conv_reference_i8's results bit for bit (kernels/i8_reference.h):
 // - an int8 kernel (kernels/i8_conv_kernels.h: VNNI 1x1), which quantizes the input as
@@ -30,8 +31,12 @@ class Int8Conv {
   Status prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
                  KernelSet set);
 
-  // The fp32 input `in` (g's shape, planar) to the fp32 output `out`; no allocation.
-  void forward(const Mat& in, Mat& out, const ForwardContext& ctx) const;
+  // The fp32 input (g's shape, planar, channel c at in + c * in_cstep) to the fp32
+  // output (channel o at out + o * out_cstep); no allocation.
+  void forward(const float* in, size_t in_cstep, float* out, size_t out_cstep, const ForwardContext& ctx) const;
+  void forward(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+    forward(in.data, in.cstep, out.data, out.cstep, ctx);
+  }
 
   const char* kernel_name() const { return name_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
@@ -49,9 +54,11 @@ class Int8Conv {
 
   Status prepare_floats(const kernels::ConvGeometry& g);
   Status prepare_chunks(const kernels::ConvGeometry& g);
-  void forward_floats(const Mat& in, Mat& out, const ForwardContext& ctx) const;
-  void forward_chunks(const Mat& in, Mat& out, const ForwardContext& ctx) const;
-  void dequantize(Mat& out, int first, int count) const;
+  void forward_floats(const float* in, size_t in_cstep, float* out, size_t out_cstep,
+                      const ForwardContext& ctx) const;
+  void forward_chunks(const float* in, size_t in_cstep, float* out, size_t out_cstep,
+                      const ForwardContext& ctx) const;
+  void dequantize(float* out, size_t out_cstep, int first, int count) const;
 
   kernels::ConvGeometry g_;
   const float* bias_ = nullptr;

@@ -1,9 +1,14 @@
 // InnerProduct (fully connected): y = W x + b over the input flattened in logical order.
 // prepare() picks a GEMV kernel from the inner-product registry and packs the weights
-// for it once; kernels::fc_reference covers the rest and the reference kernel set.
+// for it once; kernels::fc_reference covers the rest and the reference kernel set. At
+// Precision::kInt8 (the input has a scale) it runs as the convolution it equals
+// (layers/conv_int8.h): an [n] or [c, 1, 1] input as a 1x1 convolution of one pixel, a
+// [c, h, w] one as a window as wide as each channel's plane, laid out as one row.
 #include "kernels/f16_reference.h"
 #include "kernels/fc_kernels.h"
+#include "kernels/i8_reference.h"
 #include "layers/activation.h"
+#include "layers/conv_int8.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
 #include "layers/widened_weight.h"
@@ -65,6 +70,9 @@ class InnerProduct final : public Layer {
     g_.half_weights = half_weights_;
     // The reference set's fp16 layers compute in fp16: the fp16 oracle.
     f16_reference_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kReference;
+    i8_ = ctx.precision == Precision::kInt8 && ctx.int8_in_scale > 0.f &&
+          static_cast<size_t>(num_input_) <= kernels::kMaxProducts;
+    if (i8_) return prepare_int8(ctx);
     return choose_kernel(ctx);
   }
 
@@ -73,7 +81,11 @@ class InnerProduct final : public Layer {
     const Mat& in = inputs[0];
     float* out = outputs[0].data;
     // The input is a sequence of contiguous planes (cstep apart when padded).
-    if (kernel_) {
+    if (i8_) {
+      // A single plane's values, as channels of one pixel, are adjacent; planes (of one
+      // value or of many) are cstep apart.
+      int8_.forward(in.data, g_.in_planes == 1 ? 1 : in.cstep, out, 1, ctx);
+    } else if (kernel_) {
       kernel_->run(g_, packed_.data, in.data, in.cstep, out, kernel_context(ctx));
     } else if (f16_reference_) {
       kernels::fc_reference_f16(g_, weight_, bias_, in.data, in.cstep, out, ctx.num_threads);
@@ -86,16 +98,47 @@ class InnerProduct final : public Layer {
   }
 
   size_t packed_weight_bytes() const override {
-    return (kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes();
+    return (kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes() + (i8_ ? int8_.held_bytes() : 0);
   }
   // A fast kernel's packing holds the weights and the bias; an F16 weight is never read
   // from the model (WidenedWeight).
   bool reads_weight_in_place(size_t i) const override {
+    if (i == 0 && i8_) return false;  // quantized (Int8Conv)
     return !kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
   }
   bool widens_weight(size_t i) const override { return i == 0; }
+  bool computes_int8() const override { return i8_; }
 
  private:
+  // The convolution this layer equals, on the input's planes (FcGeometry): in_plane
+  // values of in_planes channels, or one plane of n values as n channels of one pixel.
+  Status prepare_int8(const PrepareContext& ctx) {
+    kernel_ = nullptr;
+    packed_.release();
+    kernels::ConvGeometry g;
+    if (g_.in_plane == 1 || g_.in_planes == 1) {
+      g.in_c = num_input_;
+      g.in_h = g.in_w = 1;
+    } else {
+      // Each plane as one row, the window as wide.
+      g.in_c = g_.in_planes;
+      g.in_h = 1;
+      g.in_w = static_cast<int>(g_.in_plane);
+      g.kw = g.in_w;
+    }
+    g.out_c = num_output_;
+    g.out_h = g.out_w = 1;
+    g.bias = bias_ != nullptr;
+    g.act = act_;
+    Status s = int8_.prepare(g, widened_.floats(), bias_, ctx.int8_in_scale, ctx.kernels);
+    workspace_bytes = int8_.workspace_bytes();
+    workspace_per_thread_bytes = int8_.workspace_per_thread_bytes();
+    kernel_name = int8_.kernel_name();
+    if (widened_.from_halves()) widened_.drop();
+    weight_ = nullptr;
+    return s;
+  }
+
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
   Status choose_kernel(const PrepareContext& ctx) {
     const kernels::FcKernel* k =
@@ -124,6 +167,8 @@ class InnerProduct final : public Layer {
   const kernels::FcKernel* kernel_ = nullptr;
   Mat packed_;  // kernel_'s packed weights
   bool f16_reference_ = false;
+  bool i8_ = false;  // int8 (Precision::kInt8, the input has a scale)
+  Int8Conv int8_;    // its route
 };
 
 }  // namespace
