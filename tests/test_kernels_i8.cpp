@@ -216,7 +216,7 @@ TEST_SUITE("kernels") {
       int dilation = 1;
     };
     // 1x1: channel counts that are and are not multiples of a quad and of a 32-channel
-    // panel, maps of 1 pixel, of fewer than a 12-pixel group, of groups with a short
+    // panel (channel tiles, maps of at most 256 pixels), maps of 1 pixel, of fewer than a 12-pixel group, of groups with a short
     // last one, and one of thousands of quads. Depthwise 3x3 and 5x5: stride 1 and 2,
     // widths that are and are not multiples of 16 and of a 32-pixel step, no padding,
     // TF's SAME at stride 2 (nothing before, one after), a 1x1 map. Any other one-group
@@ -238,6 +238,10 @@ TEST_SUITE("kernels") {
         {5, 7, 1, 6, 17, 5, 1, 2, 2, Act::LeakyReLU, true},  {3, 4, 1, 4, 1, 3, 2, 1, 1, Act::None, true},
         {16, 20, 1, 8, 8, 3, 2, 0, 1, Act::Sigmoid, true},   {8, 35, 1, 5, 40, 7, 2, 3, 3, Act::Clip, true},
         {12, 9, 1, 11, 7, 3, 1, 2, 2, Act::ReLU, true, 2},   {6, 10, 1, 13, 20, 3, 3, 1, 1, Act::ReLU, true},
+        // 1x1 on maps of more than 256 pixels (pixel tiles): a last tile of 35, 16 and 32
+        // pixels, 8-channel panels with a short last one.
+        {24, 24, 1, 17, 19, 1, 1, 0, 0, Act::ReLU, true},    {5, 9, 1, 20, 20, 1, 1, 0, 0, Act::Sigmoid, true},
+        {130, 70, 1, 16, 17, 1, 1, 0, 0, Act::Clip, false},  {33, 8, 1, 20, 16, 1, 1, 0, 0, Act::LeakyReLU, true},
     };
     std::mt19937 rng(29);
     std::uniform_int_distribution<int> q8(-127, 127);

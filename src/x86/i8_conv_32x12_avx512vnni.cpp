@@ -33,7 +33,7 @@
 #include "kernels/i8_reference.h"
 #include "x86/dot_plan_x86.h"
 #include "x86/f32_gemm_x86.h"
-#include "x86/i8_quantize_avx512.h"
+#include "x86/i8_avx512.h"
 #include "x86/x86_kernels.h"
 
 KESTREL_X86_NS_BEGIN
@@ -248,15 +248,6 @@ void quantize_groups(const Plan& p, const Src& src, float scale, size_t g0, size
     }
     _mm512_mask_storeu_epi32(grp + p.kd * np, m, sum);
   }
-}
-
-// acc += w (u8) . the dword at x (s8), broadcast: vpdpbusd with the broadcast folded
-// in. Written out because GCC 12 does not fold it from _mm512_dpbusd_epi32 and
-// _mm512_set1_epi32, and copied each accumulator around every vpdpbusd (with spills):
-// 2x slower on MobileNet's pointwise layers.
-KESTREL_X86_INLINE __m512i dpbusd_broadcast(__m512i acc, __m512i w, const uint32_t* x) {
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
-  return acc;
 }
 
 // An MV x NPX tile over all quads: x holds the pixels' quads, xs dwords per quad, and

@@ -18,7 +18,7 @@
 
 #include "kernels/i8_conv_kernels.h"
 #include "x86/f32_gemm_x86.h"
-#include "x86/i8_quantize_avx512.h"
+#include "x86/i8_avx512.h"
 #include "x86/x86_kernels.h"
 
 KESTREL_X86_NS_BEGIN

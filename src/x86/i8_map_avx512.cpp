@@ -3,7 +3,7 @@
 // dequantization with the convolution epilogue's activations (f32_gemm_x86.h).
 #include "kernels/i8_conv_kernels.h"
 #include "x86/f32_gemm_x86.h"
-#include "x86/i8_quantize_avx512.h"
+#include "x86/i8_avx512.h"
 #include "x86/x86_kernels.h"
 
 KESTREL_X86_NS_BEGIN

@@ -66,6 +66,7 @@ extern const ConvKernel kF32ConvSgemm_16x6_Avx2;
 extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
 // int8 arithmetic (Precision::kInt8), where the CPU has AVX512-VNNI: 1x1 layers, and any
 // other one-group layer through im2col rows (src/x86/i8_conv_32x12_avx512vnni.cpp).
+extern const I8ConvKernel kI8Conv1x1_8x48_Avx512Vnni;  // maps of more than 256 pixels
 extern const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni;
 extern const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni;
 extern const I8ConvKernel kI8DwConv3x3_16_Avx512;  // depthwise, stride 1 and 2, in one pass
