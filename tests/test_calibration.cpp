@@ -62,6 +62,13 @@ std::string calibrated_minmax(const std::string& bytes, uint32_t count, std::vec
   return quantized;
 }
 
+// Each blob's int8 scale in a calibrated model.
+std::map<std::string, float> blob_scales(const std::string& quantized) {
+  std::map<std::string, float> scale;
+  for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) scale[blob->name()->str()] = blob->int8_scale();
+  return scale;
+}
+
 // The precision each layer ran at, as the observer sees it, on one inference.
 std::map<std::string, kestrel::Precision> precisions(const kestrel::Net& net, const kestrel::Mat& in) {
   std::map<std::string, kestrel::Precision> seen;
@@ -312,10 +319,7 @@ TEST_SUITE("quantize") {
     const std::string bytes(raw.begin(), raw.end());
     std::vector<kestrel::Mat> inputs;
     const std::string quantized = calibrated_minmax(bytes, 3, &inputs);
-    std::map<std::string, float> scale;
-    for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
-      scale[blob->name()->str()] = blob->int8_scale();
-    }
+    std::map<std::string, float> scale = blob_scales(quantized);
     // The expected output, written out: each convolution's input quantized with its
     // blob's scale, weights per output channel, the int8 oracle, fp32 in between.
     const kestrel::fb::Model* model = kestrel::fb::GetModel(quantized.data());
@@ -463,10 +467,7 @@ TEST_SUITE("quantize") {
     const std::string bytes(raw.begin(), raw.end());
     std::vector<kestrel::Mat> inputs;
     const std::string quantized = calibrated_minmax(bytes, 3, &inputs);
-    std::map<std::string, float> scale;
-    for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
-      scale[blob->name()->str()] = blob->int8_scale();
-    }
+    std::map<std::string, float> scale = blob_scales(quantized);
     REQUIRE(scale["a"] > 0.f);
     REQUIRE(scale["fc"] > 0.f);
     auto run = [&](kestrel::Precision p, kestrel::KernelSet kernels, int threads, const char* out,

@@ -130,6 +130,16 @@ Status Int8Conv::prepare_chunks(const kernels::ConvGeometry& g) {
   return Status::Ok();
 }
 
+Status prepare_int8_layer(const kernels::ConvGeometry& g, WidenedWeight* widened, const float* bias,
+                          const PrepareContext& ctx, Int8Conv* int8, Layer* layer) {
+  Status s = int8->prepare(g, widened->floats(), bias, ctx.int8_in_scale, ctx.kernels);
+  layer->workspace_bytes = int8->workspace_bytes();
+  layer->workspace_per_thread_bytes = int8->workspace_per_thread_bytes();
+  layer->kernel_name = int8->kernel_name();
+  if (widened->from_halves()) widened->drop();
+  return s;
+}
+
 size_t Int8Conv::held_bytes() const { return packed_.total() * sizeof(float) + w8_.size() + dequant_.size() * sizeof(float); }
 
 void Int8Conv::dequantize(float* out, size_t out_cstep, int first, int count) const {

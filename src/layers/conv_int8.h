@@ -20,6 +20,7 @@
 #include "kernels/i8_conv_kernels.h"
 #include "kestrel/mat.h"
 #include "kestrel/status.h"
+#include "layers/widened_weight.h"
 
 namespace kestrel {
 
@@ -75,5 +76,11 @@ class Int8Conv {
   size_t workspace_bytes_ = 0, per_thread_bytes_ = 0;
   char name_[64] = {};
 };
+
+// Prepares `int8` for `layer` (a Convolution or an InnerProduct) from its widened weights:
+// the layer's workspace sizes and kernel name follow the route, and widened F16 weights
+// are let go (the route holds its own).
+Status prepare_int8_layer(const kernels::ConvGeometry& g, WidenedWeight* widened, const float* bias,
+                          const PrepareContext& ctx, Int8Conv* int8, Layer* layer);
 
 }  // namespace kestrel

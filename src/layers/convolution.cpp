@@ -206,13 +206,8 @@ class Convolution final : public Layer {
     kernel_ = nullptr;
     fc_kernel_ = nullptr;
     packed_.release();
-    Status s = int8_.prepare(g_, widened_.floats(), bias_, ctx.int8_in_scale, ctx.kernels);
-    workspace_bytes = int8_.workspace_bytes();
-    workspace_per_thread_bytes = int8_.workspace_per_thread_bytes();
-    kernel_name = int8_.kernel_name();
-    if (widened_.from_halves()) widened_.drop();
     weight_ = nullptr;
-    return s;
+    return prepare_int8_layer(g_, &widened_, bias_, ctx, &int8_, this);
   }
 
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.

@@ -130,13 +130,8 @@ class InnerProduct final : public Layer {
     g.out_h = g.out_w = 1;
     g.bias = bias_ != nullptr;
     g.act = act_;
-    Status s = int8_.prepare(g, widened_.floats(), bias_, ctx.int8_in_scale, ctx.kernels);
-    workspace_bytes = int8_.workspace_bytes();
-    workspace_per_thread_bytes = int8_.workspace_per_thread_bytes();
-    kernel_name = int8_.kernel_name();
-    if (widened_.from_halves()) widened_.drop();
     weight_ = nullptr;
-    return s;
+    return prepare_int8_layer(g, &widened_, bias_, ctx, &int8_, this);
   }
 
   // Picks the fast kernel for this geometry (once, at Net load) and packs its weights.
