@@ -10,8 +10,8 @@
 // A stride-2 tap gathers its 16 columns from two loads (vpermt2ps). Threads split the
 // channels.
 //
-// Packed per channel: the K * K weights' int8 values as floats, its dequant factor and
-// its bias.
+// Packed per channel: its dequant factor and bias, then its K * K int8 weights (padded to
+// whole dwords), widened to floats as the channel starts.
 #include <omp.h>
 
 #include <algorithm>
@@ -36,18 +36,24 @@ bool supports(const ConvGeometry& g) {
          g.out_h > 0 && g.out_w > 0;
 }
 
+// Dwords a channel's packing takes.
+template <int K>
+constexpr size_t kChannelDwords = 2 + (K * K + 3) / 4;
+
 template <int K>
 size_t packed_bytes(const ConvGeometry& g) {
-  return static_cast<size_t>(g.out_c) * (K * K + 2) * sizeof(float);
+  return static_cast<size_t>(g.out_c) * kChannelDwords<K> * sizeof(float);
 }
 
 template <int K>
 void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias, void* packed) {
   float* p = static_cast<float*>(packed);
-  for (int c = 0; c < g.out_c; ++c, p += K * K + 2) {
-    for (int i = 0; i < K * K; ++i) p[i] = weight[static_cast<size_t>(c) * K * K + i];
-    p[K * K] = dequant[c];
-    p[K * K + 1] = bias ? bias[c] : 0.f;
+  for (int c = 0; c < g.out_c; ++c, p += kChannelDwords<K>) {
+    p[0] = dequant[c];
+    p[1] = bias ? bias[c] : 0.f;
+    int8_t* w = reinterpret_cast<int8_t*>(p + 2);
+    std::fill(w, w + 4 * (kChannelDwords<K> - 2), int8_t{0});
+    std::copy(weight + static_cast<size_t>(c) * K * K, weight + static_cast<size_t>(c + 1) * K * K, w);
   }
 }
 
@@ -105,8 +111,9 @@ void channel(const ConvGeometry& g, const Plane& p, const float* plane, const fl
              const Epi& epi) {
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   __m512 wv[K * K];
-  for (int i = 0; i < K * K; ++i) wv[i] = _mm512_set1_ps(w[i]);
-  const __m512 dq = _mm512_set1_ps(w[K * K]), b = _mm512_set1_ps(w[K * K + 1]);
+  const int8_t* w8 = reinterpret_cast<const int8_t*>(w + 2);
+  for (int i = 0; i < K * K; ++i) wv[i] = _mm512_set1_ps(static_cast<float>(w8[i]));
+  const __m512 dq = _mm512_set1_ps(w[0]), b = _mm512_set1_ps(w[1]);
   for (int oy = 0; oy < g.out_h; ++oy) {
     const float* top = plane + static_cast<size_t>(oy) * S * p.cols;
     float* dst = out + static_cast<size_t>(oy) * g.out_w;
@@ -151,7 +158,7 @@ void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_c
 #pragma omp for schedule(static)
       for (int c = 0; c < g.out_c; ++c) {
         fill(g, p, in + c * in_cstep, in_scale, plane);
-        const float* w = weights + static_cast<size_t>(c) * (K * K + 2);
+        const float* w = weights + static_cast<size_t>(c) * kChannelDwords<K>;
         float* o = out + c * out_cstep;
         if (g.sh == 1) {
           g.out_w > W ? channel<K, 1, 2>(g, p, plane, w, o, epi) : channel<K, 1, 1>(g, p, plane, w, o, epi);
