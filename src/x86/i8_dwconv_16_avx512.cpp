@@ -7,8 +7,8 @@
 //    window row, added at the end, keeps K independent chains and still gives
 //    conv_reference_i8's sums;
 // 3. float(sum) * dequant + bias (a multiply, then an add), the activation, the store.
-// A stride-2 tap gathers its 16 columns from two loads (vpermt2ps). Threads split the
-// channels.
+// At stride 2 the rows are stored split into even and odd columns as they are quantized
+// (vpermt2ps), so that every tap is one load. Threads split the channels.
 //
 // Packed per channel: its dequant factor and bias, then its K * K int8 weights (padded to
 // whole dwords), widened to floats as the channel starts.
@@ -58,15 +58,19 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
 }
 
 // The padded plane in scratch: the rows the outputs read, each wide enough for every
-// vector step's loads (columns past the outputs' reach feed lanes never stored).
+// vector step's loads (columns past the outputs' reach feed lanes never stored). At
+// stride 2 a row is stored as its even columns and then its odd ones (half = cols / 2
+// each), so that every tap reads 16 adjacent values: tap kx of output x is column
+// 2x + kx, which is entry x + kx / 2 of the even or the odd half.
 struct Plane {
-  int rows, cols;
+  int rows, cols, half;
 };
 
 Plane plane_of(const ConvGeometry& g, int k) {
   const int steps = (g.out_w + kMaxNV * W - 1) / (kMaxNV * W);
   const int reach = g.sh * steps * kMaxNV * W + k + W;
-  return {(g.out_h - 1) * g.sh + k, std::max(reach, g.pad_left + g.in_w)};
+  const int cols = (std::max(reach, g.pad_left + g.in_w) + 1) / 2 * 2;
+  return {(g.out_h - 1) * g.sh + k, cols, cols / 2};
 }
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
@@ -80,36 +84,56 @@ size_t workspace_per_thread_bytes(const ConvGeometry& g) {
 // Channel `src` (in_h x in_w) quantized into the padded plane `dst`, whose padding
 // the caller has zeroed: it is the same for every channel, so only the input's place
 // is written.
+template <int S>
 void fill(const ConvGeometry& g, const Plane& p, const float* src, float scale, float* dst) {
   const __m512 s = _mm512_set1_ps(scale);
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   const int right = std::min(g.in_w, p.cols - g.pad_left);
   const int r1 = std::min(p.rows, g.pad_top + g.in_h);
   for (int r = g.pad_top; r < r1; ++r) {
     const float* in = src + static_cast<size_t>(r - g.pad_top) * g.in_w;
-    float* out = dst + static_cast<size_t>(r) * p.cols + g.pad_left;
-    int x = 0;
-    for (; x + W <= right; x += W) _mm512_storeu_ps(out + x, quantize_i8x16(_mm512_loadu_ps(in + x), s));
-    if (x < right) {
-      const __mmask16 m = V::lanes(right - x);
-      _mm512_mask_storeu_ps(out + x, m, quantize_i8x16(_mm512_maskz_loadu_ps(m, in + x), s));
+    float* row = dst + static_cast<size_t>(r) * p.cols;
+    if constexpr (S == 1) {
+      float* out = row + g.pad_left;
+      int x = 0;
+      for (; x + W <= right; x += W) _mm512_storeu_ps(out + x, quantize_i8x16(_mm512_loadu_ps(in + x), s));
+      if (x < right) {
+        const __mmask16 m = V::lanes(right - x);
+        _mm512_mask_storeu_ps(out + x, m, quantize_i8x16(_mm512_maskz_loadu_ps(m, in + x), s));
+      }
+    } else {
+      // Input column x is padded column pad_left + x: the input's even columns go to the
+      // even half where pad_left is even, else to the odd one, and its odd ones to the
+      // other half.
+      const bool even_left = g.pad_left % 2 == 0;
+      float* pe = row + (even_left ? 0 : p.half) + g.pad_left / 2;
+      float* po = row + (even_left ? p.half : 0) + (g.pad_left + 1) / 2;
+      for (int x = 0; x < right; x += 2 * W) {
+        const int n = std::min(2 * W, right - x);
+        const __m512 a = quantize_i8x16(_mm512_maskz_loadu_ps(V::lanes(std::min(n, W)), in + x), s);
+        const __m512 b = n > W ? quantize_i8x16(_mm512_maskz_loadu_ps(V::lanes(n - W), in + x + W), s)
+                               : _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(pe + x / 2, V::lanes((n + 1) / 2), _mm512_permutex2var_ps(a, even, b));
+        _mm512_mask_storeu_ps(po + x / 2, V::lanes(n / 2), _mm512_permutex2var_ps(a, odd, b));
+      }
     }
   }
 }
 
-// Columns x, x + S, ... (16 of them) of a row.
+// Where tap kx of output column x starts: column S x + kx, in its half at stride 2.
 template <int S>
-KESTREL_X86_INLINE __m512 columns(const float* p, __m512i even) {
+KESTREL_X86_INLINE const float* tap(const Plane& p, const float* row, int x, int kx) {
   if constexpr (S == 1) {
-    return _mm512_loadu_ps(p);
+    return row + x + kx;
   } else {
-    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + W));
+    return row + (kx % 2) * p.half + x + kx / 2;
   }
 }
 
 template <int K, int S, int NV, class Epi>
 void channel(const ConvGeometry& g, const Plane& p, const float* plane, const float* w, float* out,
              const Epi& epi) {
-  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   __m512 wv[K * K];
   const int8_t* w8 = reinterpret_cast<const int8_t*>(w + 2);
   for (int i = 0; i < K * K; ++i) wv[i] = _mm512_set1_ps(static_cast<float>(w8[i]));
@@ -121,11 +145,12 @@ void channel(const ConvGeometry& g, const Plane& p, const float* plane, const fl
       __m512 acc[NV][K];
       static_for<NV>([&](auto v) {
         static_for<K>([&](auto ky) {
-          const float* r = top + static_cast<size_t>(ky) * p.cols + (ox + v * W) * S;
-          acc[v][ky] = _mm512_mul_ps(wv[ky * K], columns<S>(r, even));
+          const float* r = top + static_cast<size_t>(ky) * p.cols;
+          const int x = ox + v * W;
+          acc[v][ky] = _mm512_mul_ps(wv[ky * K], _mm512_loadu_ps(tap<S>(p, r, x, 0)));
           static_for<K - 1>([&](auto j) {
             constexpr int kx = j + 1;
-            acc[v][ky] = _mm512_fmadd_ps(wv[ky * K + kx], columns<S>(r + kx, even), acc[v][ky]);
+            acc[v][ky] = _mm512_fmadd_ps(wv[ky * K + kx], _mm512_loadu_ps(tap<S>(p, r, x, kx)), acc[v][ky]);
           });
         });
       });
@@ -157,7 +182,11 @@ void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_c
       std::fill(plane, plane + static_cast<size_t>(p.rows) * p.cols, 0.f);
 #pragma omp for schedule(static)
       for (int c = 0; c < g.out_c; ++c) {
-        fill(g, p, in + c * in_cstep, in_scale, plane);
+        if (g.sh == 1) {
+          fill<1>(g, p, in + c * in_cstep, in_scale, plane);
+        } else {
+          fill<2>(g, p, in + c * in_cstep, in_scale, plane);
+        }
         const float* w = weights + static_cast<size_t>(c) * kChannelDwords<K>;
         float* o = out + c * out_cstep;
         if (g.sh == 1) {
