@@ -107,6 +107,10 @@ def main():
         f"int8 in one process, {a.loops} alternating pairs of single inferences; the fp32 and",
         "int8 medians (ms) and the median of the pairs' int8 / fp32, one value per run.",
         "",
+        "On this shared 2-vCPU VM the second vCPU has slow spells lasting minutes, which slow a",
+        "whole 2-thread process, int8 more than fp32 (its kernels quantize, then meet at a barrier):",
+        "such a run stands out among the three (ResNet-18's first 2-thread run below, when it happens).",
+        "",
         "| network | threads | fp32 ms | int8 ms | int8 / fp32 |",
         "|---|---|---|---|---|",
     ]
