@@ -30,8 +30,6 @@ const kernels::ConvKernel* exact_float_kernel(kernels::ConvGeometry* g) {
   return k;
 }
 
-bool channel_separable(const kernels::ConvGeometry& g) { return g.is_depthwise(); }
-
 }  // namespace
 
 Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
@@ -66,7 +64,7 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
       return Status::Ok();
     }
     if (taps <= kernels::kExactFloatTaps) {
-      Status s = channel_separable(g) ? prepare_chunks(g) : prepare_floats(g);
+      Status s = g.is_depthwise() ? prepare_chunks(g) : prepare_floats(g);
       if (!s.ok() || float_kernel_ || !chunks_.empty()) return s;
     }
   }
@@ -79,6 +77,7 @@ Status Int8Conv::prepare_floats(const kernels::ConvGeometry& g) {
   kernels::ConvGeometry gs = g;
   const kernels::ConvKernel* k = exact_float_kernel(&gs);
   if (!k) return Status::Ok();
+  float_g_ = gs;
   const std::vector<float> wf(w8_.begin(), w8_.end());
   Status s = allocate_packed(k->packed_floats(gs), "int8 convolution weights", &packed_);
   if (!s.ok()) return s;
@@ -181,9 +180,7 @@ void Int8Conv::forward_floats(const float* in, size_t in_cstep, float* out, size
   for (int c = 0; c < g_.in_c; ++c) mk.quantize(in + c * in_cstep, q + c * in_cstep_, in_plane, in_scale_);
   kernels::KernelContext kc = kernel_context(ctx);
   kc.workspace = static_cast<char*>(ctx.workspace) + map_bytes_;
-  kernels::ConvGeometry gs = g_;
-  (void)exact_float_kernel(&gs);  // the geometry it was packed for
-  float_kernel_->run(gs, packed_.data, q, in_cstep_, out, out_cstep, kc);
+  float_kernel_->run(float_g_, packed_.data, q, in_cstep_, out, out_cstep, kc);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int o = 0; o < g_.out_c; ++o) dequantize(out, out_cstep, o, 1);
 }

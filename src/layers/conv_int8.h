@@ -67,7 +67,8 @@ class Int8Conv {
   std::vector<int8_t> w8_;      // the oracle's weights, [out][taps]
   std::vector<float> dequant_;  // 1 / (input scale * weight scale), per output channel
   const kernels::I8ConvKernel* i8_kernel_ = nullptr;
-  const kernels::ConvKernel* float_kernel_ = nullptr;  // the whole map at once
+  const kernels::ConvKernel* float_kernel_ = nullptr;  // the whole map at once,
+  kernels::ConvGeometry float_g_;                      // on g_ without bias and activation
   std::vector<Chunk> chunks_;                          // or depthwise chunks
   Mat packed_;
   size_t in_cstep_ = 0;         // the quantized input's channel stride, in floats
