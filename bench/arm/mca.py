@@ -39,16 +39,23 @@ FMA_RE = re.compile(r"^\s*(fmla|fmls)\s+v\d+\.(8h|4h|4s|2s)", re.I)
 F16_PREFIX = "f16_"
 NO_FP16 = ("cortex-a53", "cortex-a72")  # ARMv8.0 cores: no fp16 arithmetic
 SCALAR_FMA_RE = re.compile(r"^\s*(fmadd|fmsub|fnmadd|fnmsub)\s+s\d+", re.I)
+# Loop files named *_dot.cpp hold int8 dot-product kernels (ARMv8.2 dotprod): compiled
+# for it, measured on the cores that have it, and against an SDOT peak. One SDOT is 16
+# multiply-adds (4 lanes of 4 int8 products), counted as 16 "FMAs" in the table.
+DOT_SUFFIX = "_dot"
+NO_DOT = ("cortex-a53", "cortex-a72")  # ARMv8.0 cores: no dotprod
+SDOT_RE = re.compile(r"^\s*[su]dot\s+v\d+\.4s", re.I)
+SDOT_MACS = 16
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
-def mca(asm_path, cpu, f16=False):
+def mca(asm_path, cpu, f16=False, dot=False):
     """{region name: total cycles / iterations} from llvm-mca's summary per region."""
     out = run([MCA, "-mtriple=aarch64-linux-gnu", f"-mcpu={cpu}", f"-iterations={ITERATIONS}"] +
-              (["-mattr=+fullfp16"] if f16 else []) + [asm_path])
+              (["-mattr=+fullfp16"] if f16 else []) + (["-mattr=+dotprod"] if dot else []) + [asm_path])
     regions = {}
     name = "peak"
     for line in out.splitlines():
@@ -69,11 +76,14 @@ def lanes_of(lines):
             n += LANES[m.group(2).lower()]
         elif SCALAR_FMA_RE.match(line):
             n += 1
+        elif SDOT_RE.match(line):
+            n += SDOT_MACS
     return n
 
 
-BRANCH_RE = re.compile(r"^\s*(b\.?\w*|cbnz|cbz|tbnz|tbz)\s+.*?(\.L\w+)\s*$")
-LABEL_RE = re.compile(r"^\s*(\.L\w+):")
+# Labels: GCC's (.L12) and inline assembly's local ones (1:, branched to as 1b).
+BRANCH_RE = re.compile(r"^\s*(b\.?\w*|cbnz|cbz|tbnz|tbz)\s+.*?(\.L\w+|\d+b)\s*$")
+LABEL_RE = re.compile(r"^\s*(\.L\w+|\d+):")
 
 
 LOAD_RE = re.compile(r"^\s*(ld[1-4]r?|ldr|ldp|ldur|ldnp)\s", re.I)
@@ -132,8 +142,11 @@ def innermost_loops(body):
         if m:
             labels[m.group(1)] = i
         m = BRANCH_RE.match(line)
-        if m and m.group(2) in labels:
-            loops.append((labels[m.group(2)], i))
+        if m:
+            # A local label's backward reference is its latest definition so far.
+            target = m.group(2)[:-1] if m.group(2)[-1] == "b" and m.group(2)[0].isdigit() else m.group(2)
+            if target in labels:
+                loops.append((labels[target], i))
     return [(a, b) for (a, b) in loops if not any(a <= c and d <= b and (c, d) != (a, b) for (c, d) in loops)]
 
 
@@ -213,14 +226,19 @@ def hot_loops(asm_text):
 
 
 def peak_fmas_per_cycle(cpu, tmp, arrangement="4s"):
+    """A block of independent FMLAs of this arrangement ("dot": SDOTs), in its
+    multiply-adds per cycle."""
     path = os.path.join(tmp, f"peak_{arrangement}.s")
     with open(path, "w") as f:
         f.write("# LLVM-MCA-BEGIN peak\n")
         for i in range(PEAK_ACCUMULATORS):
-            f.write(f"fmla v{i}.{arrangement}, v30.{arrangement}, v31.{arrangement}\n")
+            if arrangement == "dot":
+                f.write(f"sdot v{i}.4s, v30.16b, v31.4b[0]\n")
+            else:
+                f.write(f"fmla v{i}.{arrangement}, v30.{arrangement}, v31.{arrangement}\n")
         f.write("# LLVM-MCA-END\n")
-    cycles = mca(path, cpu, arrangement == "8h")["peak"]
-    return PEAK_ACCUMULATORS * LANES[arrangement] / cycles
+    cycles = mca(path, cpu, arrangement == "8h", arrangement == "dot")["peak"]
+    return PEAK_ACCUMULATORS * (SDOT_MACS if arrangement == "dot" else LANES[arrangement]) / cycles
 
 
 def compile_loops(tmp):
@@ -230,7 +248,12 @@ def compile_loops(tmp):
         if not name.endswith(".cpp"):
             continue
         asm_path = os.path.join(tmp, name[:-4] + ".s")
-        march = "armv8.2-a+fp16" if name.startswith(F16_PREFIX) else "armv8-a"
+        if name.startswith(F16_PREFIX):
+            march = "armv8.2-a+fp16"
+        elif name[:-4].endswith(DOT_SUFFIX):
+            march = "armv8.2-a+dotprod"
+        else:
+            march = "armv8-a"
         run([CXX, "-O3", "-DNDEBUG", "-std=c++17", f"-march={march}", "-S", "-I", os.path.join(ROOT, "src"),
              os.path.join(LOOPS, name), "-o", asm_path])
         with open(asm_path) as f:
@@ -252,16 +275,18 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         peaks = {cpu: peak_fmas_per_cycle(cpu, tmp) for cpu in cpus}
         peaks_f16 = {cpu: peak_fmas_per_cycle(cpu, tmp, "8h") for cpu in cpus if cpu not in NO_FP16}
+        peaks_dot = {cpu: peak_fmas_per_cycle(cpu, tmp, "dot") for cpu in cpus if cpu not in NO_DOT}
         loops = compile_loops(tmp)
         mixes = {region: mix for region, (_, _, mix) in loops.items()}
         for region, (path, n, _) in sorted(loops.items()):
             for cpu in cpus:
                 # fp16 loops on cores without FEAT_FP16 (A53, A72) would not run there.
                 f16 = region.startswith(F16_PREFIX)
-                if f16 and cpu in NO_FP16:
+                dot = region.endswith(DOT_SUFFIX)
+                if (f16 and cpu in NO_FP16) or (dot and cpu in NO_DOT):
                     continue
-                peak = (peaks_f16 if f16 else peaks)[cpu]
-                cycles = list(mca(path, cpu, f16).values())[0]
+                peak = (peaks_f16 if f16 else peaks_dot if dot else peaks)[cpu]
+                cycles = list(mca(path, cpu, f16, dot).values())[0]
                 pct = 100.0 * n / cycles / peak if cycles else 0.0
                 rows.append((region, cpu, cycles, n, n / cycles if cycles else 0.0, peak, pct))
                 for family, (target, models) in TARGETS.items():

@@ -4,6 +4,7 @@
 #include "kernels/elementwise_kernels.h"
 #include "kernels/fc_kernels.h"
 #include "kernels/half_kernels.h"
+#include "kernels/i8_conv_kernels.h"
 #include "kernels/interp_kernels.h"
 #include "kernels/pool_kernels.h"
 #include "kernels/softmax_kernels.h"
@@ -28,6 +29,13 @@ extern const ConvKernel kF32ConvStemPack1to4_Neon;  // 3/5/7 stems of <= 8 plana
 extern const ConvKernel kF32ConvIm2colPack4_F16w_Neon;
 extern const ConvKernel kF32ConvIm2colPack4_Neon;  // other dense windows, in_c % 4 == 0: pack4 im2col + 8x8 tiles
 extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + packed SGEMM
+
+// int8 (Precision::kInt8): SDOT (ARMv8.2 dotprod) tiles of 8 channels x 12 pixels.
+extern const I8ConvKernel kI8Conv1x1_8x12_NeonDot;     // 1x1 stride 1, planar
+extern const I8ConvKernel kI8ConvIm2col_8x12_NeonDot;  // any other one-group window
+extern const I8ConvKernel kI8DwConv3x3_8x2_Neon;      // depthwise 3x3, stride 1 and 2 (no dotprod needed)
+extern const I8ConvKernel kI8DwConv5x5_8x2_Neon;      // depthwise 5x5, stride 1 and 2
+extern const I8MapKernel kI8Map_Neon;                  // quantize / dequantize passes
 
 // Pooling (src/arm/f32_pool*_neon.cpp, f16_pool_pack8_neonfp16.cpp).
 extern const PoolKernel kF16PoolGlobalPack8_Neon;  // fp16 storage: global max and average, pack8 halves (FEAT_FP16)

@@ -1,0 +1,203 @@
+// int8 depthwise K x K convolution (K = 3, 5; stride 1 or 2) on NEON, planar, in one
+// pass over each channel, as on x86 (i8_dwconv_16_avx512.cpp):
+// 1. the channel's input rows are quantized (quantize_i8, i8_neon.h) into the thread's
+//    scratch as integer-valued floats, inside padding zeroed once per thread;
+// 2. the sums by fp32 FMLAs: an int8 product is exact in fp32 and so is any sum of up to
+//    kExactFloatTaps of them, in any order (i8_conv_kernels.h), so conv_reference_i8's
+//    sums come out whatever the order;
+// 3. float(sum) * dequant + bias (a multiply, then an add), the activation, the store.
+// A step is 8 output pixels (two vectors) of two output rows at stride 1, which share
+// K - 1 of their K + 1 input rows, or of one row at stride 2, whose rows are stored
+// split into even and odd columns as they are quantized (LD2), so that every tap is a
+// plain load. Each tap's two vectors are one LDP, its weight a lane (FMLA by element).
+// Needs no dotprod: the A53 and A72 run it too. Threads split the channels.
+//
+// Packed per channel: its dequant factor and bias, then its K * K weights as floats
+// (exact: they are int8), padded to whole vectors.
+#include <arm_neon.h>
+#include <omp.h>
+
+#include <algorithm>
+
+#include "arm/arm_kernels.h"
+#include "arm/f32_gemm_epilogue_neon.h"
+#include "arm/i8_dwconv_8x2_neon.h"
+#include "arm/i8_epilogue_neon.h"
+#include "arm/i8_neon.h"
+#include "core/parallel.h"
+#include "kernels/i8_conv_kernels.h"
+#include "kernels/i8_reference.h"
+
+namespace kestrel::kernels::arm {
+namespace {
+
+using i8::unroll;
+using namespace i8dw;
+
+
+template <int K>
+bool supports(const ConvGeometry& g) {
+  return g.planar() && g.is_depthwise() && g.kh == K && g.kw == K && g.sh == g.sw && (g.sh == 1 || g.sh == 2) &&
+         g.dh == 1 && g.dw == 1 && g.pad_top >= 0 && g.pad_top < K && g.pad_left >= 0 && g.pad_left < K &&
+         g.out_h > 0 && g.out_w > 0;
+}
+
+// Floats a channel's packing takes: dequant, bias, padding to a vector, the weights.
+template <int K>
+constexpr size_t kWeightVectors = (K * K + kLanes - 1) / kLanes;
+template <int K>
+constexpr size_t kChannelFloats = kLanes * (1 + kWeightVectors<K>);
+
+template <int K>
+size_t packed_bytes(const ConvGeometry& g) {
+  return static_cast<size_t>(g.out_c) * kChannelFloats<K> * sizeof(float);
+}
+
+template <int K>
+void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias, void* packed) {
+  float* p = static_cast<float*>(packed);
+  for (int c = 0; c < g.out_c; ++c, p += kChannelFloats<K>) {
+    std::fill(p, p + kChannelFloats<K>, 0.f);
+    p[0] = dequant[c];
+    p[1] = bias ? bias[c] : 0.f;
+    for (int i = 0; i < K * K; ++i) p[kLanes + i] = weight[static_cast<size_t>(c) * K * K + i];
+  }
+}
+
+// The padded plane in scratch: the rows the steps read (a last odd output row's step
+// reads one more), each wide enough for every step's loads (columns past the outputs'
+// reach feed lanes never stored). At stride 2 a row is its even columns and then its odd
+// ones (half = cols / 2 each): tap kx of output x is column 2x + kx, entry x + kx / 2
+// of the even or the odd half.
+struct Plane {
+  int rows, cols, half;
+};
+
+Plane plane_of(const ConvGeometry& g, int k) {
+  const int steps = (g.out_w + kStep - 1) / kStep;
+  const int reach = g.sh * steps * kStep + k + kStep;
+  // Room for fill()'s overrun past the input and the zeros it writes after it.
+  const int cols = (std::max(reach, g.pad_left + g.in_w + 2 * kStep + 2) + 1) / 2 * 2;
+  const int out_rows = g.sh == 1 ? (g.out_h + 1) / 2 * 2 : g.out_h;
+  return {(out_rows - 1) * g.sh + k, cols, cols / 2};
+}
+
+size_t no_workspace(const ConvGeometry&) { return 0; }
+
+template <int K>
+size_t workspace_per_thread_bytes(const ConvGeometry& g) {
+  const Plane p = plane_of(g, K);
+  return static_cast<size_t>(p.rows) * p.cols * sizeof(float);
+}
+
+KESTREL_I8_NEON_INLINE float32x4_t quantized(float32x4_t x, float32x4_t s) {
+  return vcvtq_f32_s32(i8::quantize4(x, s));
+}
+
+// Channel `src` (in_h x in_w) quantized into the padded plane `dst`, whose padding the
+// caller has zeroed: it is the same for every channel, so only the input's place is
+// written. Rows go 8 values at a time, the last step reading past the row (at most 7
+// floats, within kOverreadBytes past the channel) and writing past it into the right
+// padding, which is then zeroed again: no scalar tail.
+template <int S>
+void fill(const ConvGeometry& g, const Plane& p, const float* src, float scale, float* dst) {
+  const float32x4_t s = vdupq_n_f32(scale), zero = vdupq_n_f32(0.f);
+  const int in_w = g.in_w, cols = p.cols, pad_left = g.pad_left;
+  const int r1 = std::min(p.rows, g.pad_top + g.in_h);
+  // The first padded column past the input, and in each half at stride 2 the first
+  // entry past it (the even half's entry c0 / 2 is column c0 - 1 where c0 is odd).
+  const int c0 = pad_left + in_w;
+  const bool even_left = pad_left % 2 == 0;
+  const int pe_off = (even_left ? 0 : p.half) + pad_left / 2, po_off = (even_left ? p.half : 0) + (pad_left + 1) / 2;
+  for (int r = g.pad_top; r < r1; ++r) {
+    const float* in = src + static_cast<size_t>(r - g.pad_top) * in_w;
+    float* row = dst + static_cast<size_t>(r) * cols;
+    if constexpr (S == 1) {
+      float* out = row + pad_left;
+      for (int x = 0; x < in_w; x += 2 * kLanes) {
+        vst1q_f32(out + x, quantized(vld1q_f32(in + x), s));
+        vst1q_f32(out + x + kLanes, quantized(vld1q_f32(in + x + kLanes), s));
+      }
+      vst1q_f32(row + c0, zero);
+      vst1q_f32(row + c0 + kLanes, zero);
+    } else {
+      // Input column x is padded column pad_left + x: the input's even columns go to the
+      // even half where pad_left is even, else to the odd one, and its odd ones to the
+      // other half.
+      float* pe = row + pe_off;
+      float* po = row + po_off;
+      for (int x = 0; x < in_w; x += 2 * kLanes) {
+        const float32x4x2_t v = vld2q_f32(in + x);
+        vst1q_f32(pe + x / 2, quantized(v.val[0], s));
+        vst1q_f32(po + x / 2, quantized(v.val[1], s));
+      }
+      vst1q_f32(row + (c0 + 1) / 2, zero);
+      vst1q_f32(row + p.half + c0 / 2, zero);
+    }
+  }
+}
+
+template <int K, int S, class Epi>
+void channel(const ConvGeometry& g, const Plane& p, const float* plane, const float* w, float* out,
+             const Epi& epi) {
+  using Rows = Walk<K, S>;
+  float32x4_t wv[kWeightVectors<K>];
+  for (size_t i = 0; i < kWeightVectors<K>; ++i) wv[i] = vld1q_f32(w + kLanes * (1 + i));
+  const float32x4_t dq = vdupq_n_f32(w[0]), b = vdupq_n_f32(w[1]);
+  const int out_h = g.out_h, out_w = g.out_w;
+  const int steps = out_w / kStep, rest = out_w % kStep;
+  for (int oy = 0; oy < out_h; oy += Rows::R) {
+    Rows rows;
+    for (int i = 0; i < Rows::kIn; ++i) {
+      rows.even[i] = plane + static_cast<size_t>(oy * S + i) * p.cols;
+      rows.odd[i] = rows.even[i] + p.half;
+    }
+    for (int rr = 0; rr < Rows::R; ++rr) {
+      rows.dst[rr] = oy + rr < out_h ? out + static_cast<size_t>(oy + rr) * out_w : nullptr;
+    }
+    Rows first = rows;
+    for (int i = 0; i < steps; ++i, rows.advance()) step(rows, wv, dq, b, kStep, epi);
+    if (rest) step(rows, wv, dq, b, rest, epi);
+    for (int rr = 0; rr < Rows::R; ++rr) {
+      if (first.dst[rr]) i8::finish(epi, first.dst[rr], static_cast<size_t>(out_w));
+    }
+  }
+}
+
+template <int K>
+void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale, float* out,
+         size_t out_cstep, const KernelContext& ctx) {
+  const Plane p = plane_of(g, K);
+  const float* weights = static_cast<const float*>(packed);
+  gemm::with_epilogue(g.act, [&](const auto& epi) {
+    parallel_region(std::max(1, ctx.num_threads), [&] {
+      float* plane = static_cast<float*>(ctx.scratch_of(omp_get_thread_num()));
+      std::fill(plane, plane + static_cast<size_t>(p.rows) * p.cols, 0.f);
+#pragma omp for schedule(static)
+      for (int c = 0; c < g.out_c; ++c) {
+        const float* w = weights + static_cast<size_t>(c) * kChannelFloats<K>;
+        float* o = out + c * out_cstep;
+        if (g.sh == 1) {
+          fill<1>(g, p, in + c * in_cstep, in_scale, plane);
+          channel<K, 1>(g, p, plane, w, o, epi);
+        } else {
+          fill<2>(g, p, in + c * in_cstep, in_scale, plane);
+          channel<K, 2>(g, p, plane, w, o, epi);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+
+const I8ConvKernel kI8DwConv3x3_8x2_Neon = {
+    "i8_dwconv3x3_8x2_neon", Isa::kNeon, false, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
+    workspace_per_thread_bytes<3>, run<3>,
+};
+const I8ConvKernel kI8DwConv5x5_8x2_Neon = {
+    "i8_dwconv5x5_8x2_neon", Isa::kNeon, false, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
+    workspace_per_thread_bytes<5>, run<5>,
+};
+
+}  // namespace kestrel::kernels::arm

@@ -1,0 +1,52 @@
+// NEON helpers of the int8 kernels (Precision::kInt8, kernels/i8_reference.h): the
+// scheme's quantization, sat(rne(x * scale)) with NaN to 0, on vectors.
+//
+// FCVTNS rounds half to even, saturates to int32 and turns NaN into 0, and the
+// narrowing moves saturate: clamping the integer afterwards equals clamping the float
+// before rounding (the bounds are integers), so the result is quantize_i8's.
+#pragma once
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#define KESTREL_I8_NEON_INLINE inline __attribute__((always_inline))
+
+namespace kestrel::kernels::arm::i8 {
+
+// f(std::integral_constant<int, I>) for I = 0 .. N - 1, unrolled.
+template <class F, int... I>
+KESTREL_I8_NEON_INLINE void unroll_seq(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+KESTREL_I8_NEON_INLINE void unroll(F&& f) {
+  unroll_seq(f, std::make_integer_sequence<int, N>{});
+}
+
+// rne(x * scale), saturated to int32 (not yet to the int8 range).
+KESTREL_I8_NEON_INLINE int32x4_t round_scaled(float32x4_t x, float32x4_t scale) {
+  return vcvtnq_s32_f32(vmulq_f32(x, scale));
+}
+
+// Sixteen floats from p quantized to int8.
+KESTREL_I8_NEON_INLINE int8x16_t quantize16(const float* p, float32x4_t scale) {
+  const int32x4_t a = round_scaled(vld1q_f32(p), scale), b = round_scaled(vld1q_f32(p + 4), scale);
+  const int32x4_t c = round_scaled(vld1q_f32(p + 8), scale), d = round_scaled(vld1q_f32(p + 12), scale);
+  const int16x8_t lo = vqmovn_high_s32(vqmovn_s32(a), b), hi = vqmovn_high_s32(vqmovn_s32(c), d);
+  return vmaxq_s8(vqmovn_high_s16(vqmovn_s16(lo), hi), vdupq_n_s8(-127));
+}
+
+// One float quantized (the scalar FCVTNS): the rows' tails, without a call.
+KESTREL_I8_NEON_INLINE int32_t quantize1(float x, float scale) {
+  const int32_t q = vcvtns_s32_f32(x * scale);
+  return q < -127 ? -127 : (q > 127 ? 127 : q);
+}
+
+// Four floats quantized, as int32 in [-127, 127].
+KESTREL_I8_NEON_INLINE int32x4_t quantize4(float32x4_t x, float32x4_t scale) {
+  return vmaxq_s32(vminq_s32(round_scaled(x, scale), vdupq_n_s32(127)), vdupq_n_s32(-127));
+}
+
+}  // namespace kestrel::kernels::arm::i8
