@@ -233,7 +233,7 @@ template <int NV, class Epi>
 __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const int8_t* __restrict x, size_t xs,
                                     float* c, size_t ldc, int mr, int np, const Epi& epi) {
   int32x4_t acc[MR][NV];
-  if constexpr (NV != 3) unroll<MR>([&](auto r) { unroll<NV>([&](auto j) { acc[r][j] = vdupq_n_s32(0); }); });
+  if constexpr (NV != 3) unroll<MR>([&](auto r) KESTREL_I8_LAMBDA { unroll<NV>([&](auto j) KESTREL_I8_LAMBDA { acc[r][j] = vdupq_n_s32(0); }); });
   const int8_t* w = a;
   i8::dot_steps<NV>(kd, w, x, xs, acc);
   // A short tile (the map's last pixels) goes through a stack tile.
@@ -243,10 +243,10 @@ __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const
   float spill[MR * 4 * NV];
   float* dst = full ? c : spill;
   const size_t ld = full ? ldc : 4 * NV;
-  unroll<MR>([&](auto r) {
+  unroll<MR>([&](auto r) KESTREL_I8_LAMBDA {
     if (r >= mr) return;
     const float32x4_t d = vdupq_n_f32(dq[r]), b = vdupq_n_f32(bias[r]);
-    unroll<NV>([&](auto j) { vst1q_f32(dst + r * ld + 4 * j, epi(vaddq_f32(vmulq_f32(vcvtq_f32_s32(acc[r][j]), d), b))); });
+    unroll<NV>([&](auto j) KESTREL_I8_LAMBDA { vst1q_f32(dst + r * ld + 4 * j, epi(vaddq_f32(vmulq_f32(vcvtq_f32_s32(acc[r][j]), d), b))); });
   });
   for (int r = 0; r < mr; ++r) {
     if (!full) std::memcpy(c + r * ldc, spill + r * ld, np * sizeof(float));

@@ -24,7 +24,7 @@ inline __attribute__((always_inline)) void dot_steps(size_t kd, const int8_t*& a
                                                      int32x4_t (&acc)[kDotRows][NV]) {
   for (size_t q = 0; q < kd; ++q, a += 32, x += xs) {
     const int8x16_t w0 = vld1q_s8(a), w1 = vld1q_s8(a + 16);
-    unroll<NV>([&](auto j) {
+    unroll<NV>([&](auto j) KESTREL_I8_LAMBDA {
       const int8x16_t v = vld1q_s8(x + 16 * j);
       acc[0][j] = vdotq_laneq_s32(acc[0][j], v, w0, 0);
       acc[1][j] = vdotq_laneq_s32(acc[1][j], v, w0, 1);
@@ -93,7 +93,7 @@ inline __attribute__((always_inline)) void dot_steps<3>(size_t kd, const int8_t*
       : [xs] "r"(xs)
       : "v0", "v1", "v2", "v3", "v4", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18",
         "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc", "memory");
-  unroll<kDotRows>([&](auto r) { unroll<3>([&](auto j) { acc[r][j] = vld1q_s32(sums + (3 * r + j) * 4); }); });
+  unroll<kDotRows>([&](auto r) KESTREL_I8_LAMBDA { unroll<3>([&](auto j) KESTREL_I8_LAMBDA { acc[r][j] = vld1q_s32(sums + (3 * r + j) * 4); }); });
 }
 
 #undef KESTREL_I8_SDOT3

@@ -35,11 +35,11 @@ struct Walk {
   float* dst[R];           // nullptr past the map's last row
 
   KESTREL_I8_NEON_INLINE void advance() {
-    unroll<kIn>([&](auto i) {
+    unroll<kIn>([&](auto i) KESTREL_I8_LAMBDA {
       even[i] += kStep;
       if constexpr (S == 2) odd[i] += kStep;
     });
-    unroll<R>([&](auto rr) {
+    unroll<R>([&](auto rr) KESTREL_I8_LAMBDA {
       if (dst[rr]) dst[rr] += kStep;
     });
   }
@@ -69,13 +69,13 @@ KESTREL_I8_NEON_INLINE void step(const Walk<K, S>& w, const float32x4_t* wv, flo
                                  const Epi& epi) {
   constexpr int R = Walk<K, S>::R;
   float32x4_t acc[R][NV];
-  unroll<R>([&](auto rr) { unroll<NV>([&](auto v) { acc[rr][v] = vdupq_n_f32(0.f); }); });
+  unroll<R>([&](auto rr) KESTREL_I8_LAMBDA { unroll<NV>([&](auto v) KESTREL_I8_LAMBDA { acc[rr][v] = vdupq_n_f32(0.f); }); });
   // Input row i feeds output row rr through window row i - rr.
-  unroll<Walk<K, S>::kIn>([&](auto i) {
-    unroll<K>([&](auto kx) {
+  unroll<Walk<K, S>::kIn>([&](auto i) KESTREL_I8_LAMBDA {
+    unroll<K>([&](auto kx) KESTREL_I8_LAMBDA {
       const float* t = S == 1 ? w.even[i] + kx : (kx % 2 ? w.odd[i] : w.even[i]) + kx / 2;
       const float32x4_t x0 = vld1q_f32(t), x1 = vld1q_f32(t + kLanes);
-      unroll<R>([&](auto rr) {
+      unroll<R>([&](auto rr) KESTREL_I8_LAMBDA {
         constexpr int ky = i - rr;
         if constexpr (ky >= 0 && ky < K) {
           acc[rr][0] = fma_tap<ky * K + kx>(acc[rr][0], x0, wv);
@@ -84,11 +84,11 @@ KESTREL_I8_NEON_INLINE void step(const Walk<K, S>& w, const float32x4_t* wv, flo
       });
     });
   });
-  unroll<R>([&](auto rr) {
+  unroll<R>([&](auto rr) KESTREL_I8_LAMBDA {
     float* d = w.dst[rr];
     if (R > 1 && !d) return;
     float32x4_t y[NV];
-    unroll<NV>([&](auto v) { y[v] = epi(vaddq_f32(vmulq_f32(acc[rr][v], dq), b)); });
+    unroll<NV>([&](auto v) KESTREL_I8_LAMBDA { y[v] = epi(vaddq_f32(vmulq_f32(acc[rr][v], dq), b)); });
     if (n == kStep) {
       vst1q_f32(d, y[0]);
       vst1q_f32(d + kLanes, y[1]);

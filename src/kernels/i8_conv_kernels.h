@@ -42,6 +42,15 @@ struct I8ConvKernel {
               float* out, size_t out_cstep, const KernelContext& ctx);
 };
 
+// The geometries the one-pass int8 depthwise kernels take (x86 i8_dwconv_16_avx512,
+// NEON i8_dwconv_8x2_neon): planar, K x K, stride 1 or 2 alike in both directions, no
+// dilation, padding before of less than K.
+inline bool i8_dwconv_window(const ConvGeometry& g, int k) {
+  return g.planar() && g.is_depthwise() && g.kh == k && g.kw == k && g.sh == g.sw && (g.sh == 1 || g.sh == 2) &&
+         g.dh == 1 && g.dw == 1 && g.pad_top >= 0 && g.pad_top < k && g.pad_left >= 0 && g.pad_left < k &&
+         g.out_h > 0 && g.out_w > 0;
+}
+
 // Every int8 convolution kernel compiled into this binary, in priority order.
 const std::vector<const I8ConvKernel*>& i8_conv_kernels();
 

@@ -31,9 +31,7 @@ constexpr int kMaxNV = 2;
 
 template <int K>
 bool supports(const ConvGeometry& g) {
-  return g.planar() && g.is_depthwise() && g.kh == K && g.kw == K && g.sh == g.sw && (g.sh == 1 || g.sh == 2) &&
-         g.dh == 1 && g.dw == 1 && g.pad_top >= 0 && g.pad_top < K && g.pad_left >= 0 && g.pad_left < K &&
-         g.out_h > 0 && g.out_w > 0;
+  return i8_dwconv_window(g, K);
 }
 
 // Dwords a channel's packing takes.
