@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -67,6 +68,24 @@ std::map<std::string, float> blob_scales(const std::string& quantized) {
   std::map<std::string, float> scale;
   for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) scale[blob->name()->str()] = blob->int8_scale();
   return scale;
+}
+
+// Blob `out` of one inference of `model` on `in` ("data") at precision p, on `kernels`
+// and `threads`; `observer` (if any) sees each layer.
+kestrel::Mat run_calibrated(const std::string& model, kestrel::Precision p, kestrel::KernelSet kernels, int threads,
+                            const kestrel::Mat& in, const char* out,
+                            std::function<void(const kestrel::LayerEvent&)> observer = nullptr) {
+  kestrel::Net net;
+  net.option().precision = p;
+  net.option().kernels = kernels;
+  REQUIRE(net.load(model.data(), model.size()).ok());
+  kestrel::Extractor ex = net.create_extractor();
+  ex.set_num_threads(threads);
+  if (observer) ex.set_observer(std::move(observer));
+  REQUIRE(ex.input("data", in).ok());
+  kestrel::Mat m;
+  REQUIRE(ex.extract(out, m).ok());
+  return m.clone();
 }
 
 // The precision each layer ran at, as the observer sees it, on one inference.
@@ -430,17 +449,9 @@ TEST_SUITE("quantize") {
     std::vector<kestrel::Mat> inputs;
     const std::string quantized = calibrated_minmax(bytes, 2, &inputs);
     auto run = [&](kestrel::KernelSet kernels, int threads, std::map<std::string, std::string>* ran) {
-      kestrel::Net net;
-      net.option().precision = kestrel::Precision::kInt8;
-      net.option().kernels = kernels;
-      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
-      kestrel::Extractor ex = net.create_extractor();
-      ex.set_num_threads(threads);
-      if (ran) ex.set_observer([&](const kestrel::LayerEvent& e) { (*ran)[e.layer_name] = e.kernel; });
-      REQUIRE(ex.input("data", inputs[0]).ok());
-      kestrel::Mat m;
-      REQUIRE(ex.extract("conv6/sep", m).ok());
-      return m.clone();
+      return run_calibrated(quantized, kestrel::Precision::kInt8, kernels, threads, inputs[0], "conv6/sep",
+                            ran ? [ran](const kestrel::LayerEvent& e) { (*ran)[e.layer_name] = e.kernel; }
+                                : std::function<void(const kestrel::LayerEvent&)>());
     };
     std::map<std::string, std::string> ran;
     const kestrel::Mat want = run(kestrel::KernelSet::kReference, 1, nullptr);
@@ -472,17 +483,9 @@ TEST_SUITE("quantize") {
     REQUIRE(scale["fc"] > 0.f);
     auto run = [&](kestrel::Precision p, kestrel::KernelSet kernels, int threads, const char* out,
                    std::map<std::string, kestrel::Precision>* seen) {
-      kestrel::Net net;
-      net.option().precision = p;
-      net.option().kernels = kernels;
-      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
-      kestrel::Extractor ex = net.create_extractor();
-      ex.set_num_threads(threads);
-      if (seen) ex.set_observer([&](const kestrel::LayerEvent& e) { (*seen)[e.layer_name] = e.precision; });
-      REQUIRE(ex.input("data", inputs[0]).ok());
-      kestrel::Mat m;
-      REQUIRE(ex.extract(out, m).ok());
-      return m.clone();
+      return run_calibrated(quantized, p, kernels, threads, inputs[0], out,
+                            seen ? [seen](const kestrel::LayerEvent& e) { (*seen)[e.layer_name] = e.precision; }
+                                 : std::function<void(const kestrel::LayerEvent&)>());
     };
     std::map<std::string, kestrel::Precision> seen;
     const kestrel::Mat a = run(kestrel::Precision::kInt8, kestrel::KernelSet::kReference, 1, "a", nullptr);

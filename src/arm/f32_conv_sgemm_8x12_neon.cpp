@@ -53,11 +53,6 @@ struct Plan {
   bool direct;         // B is the input itself
 };
 
-bool reads_input_directly(const ConvGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-         g.out_h == g.in_h && g.out_w == g.in_w;
-}
-
 Plan plan_of(const ConvGeometry& g) {
   Plan p;
   p.in_per_group = g.in_c / g.group;
@@ -67,7 +62,7 @@ Plan plan_of(const ConvGeometry& g) {
   p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
   p.tiles = (p.pixels + kNr - 1) / kNr;
   p.block_tiles = std::clamp<size_t>(kBlockFloats / (p.k * kNr), 1, kMaxBlockTiles);
-  p.direct = reads_input_directly(g);
+  p.direct = g.is_pointwise();
   return p;
 }
 

@@ -72,13 +72,8 @@ struct Plan {
   size_t group_count() const { return (pixels + NP - 1) / NP; }
 };
 
-bool pointwise(const ConvGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-         g.out_h == g.in_h && g.out_w == g.in_w;
-}
-
 size_t plane_bytes(const ConvGeometry& g, const Plan& p) {
-  return pointwise(g) ? 0 : static_cast<size_t>(g.in_c) * p.hp * p.wp + kPlaneSlack;
+  return g.is_pointwise() ? 0 : static_cast<size_t>(g.in_c) * p.hp * p.wp + kPlaneSlack;
 }
 
 size_t workspace_bytes(const ConvGeometry& g) {
@@ -97,11 +92,11 @@ bool supports_any(const ConvGeometry& g) {
          static_cast<size_t>(p.panels) * p.panel_bytes() < (size_t(1) << 30);
 }
 
-bool supports_pointwise(const ConvGeometry& g) { return pointwise(g) && supports_any(g); }
+bool supports_pointwise(const ConvGeometry& g) { return g.is_pointwise() && supports_any(g); }
 // Stems too: their quantized rows are LD1/LD2 and ST4, here unlike on x86 no dearer than
 // the exact fp32 route's stem kernel (MobileNet v1's conv1: 9.3 M aarch64 instructions
 // on that route).
-bool supports_im2col(const ConvGeometry& g) { return !pointwise(g) && supports_any(g); }
+bool supports_im2col(const ConvGeometry& g) { return !g.is_pointwise() && supports_any(g); }
 
 size_t packed_bytes(const ConvGeometry& g) {
   const Plan p(g);
@@ -233,7 +228,6 @@ template <int NV, class Epi>
 __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const int8_t* __restrict x, size_t xs,
                                     float* c, size_t ldc, int mr, int np, const Epi& epi) {
   int32x4_t acc[MR][NV];
-  if constexpr (NV != 3) unroll<MR>([&](auto r) KESTREL_I8_LAMBDA { unroll<NV>([&](auto j) KESTREL_I8_LAMBDA { acc[r][j] = vdupq_n_s32(0); }); });
   const int8_t* w = a;
   i8::dot_steps<NV>(kd, w, x, xs, acc);
   // A short tile (the map's last pixels) goes through a stack tile.
@@ -246,7 +240,9 @@ __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const
   unroll<MR>([&](auto r) KESTREL_I8_LAMBDA {
     if (r >= mr) return;
     const float32x4_t d = vdupq_n_f32(dq[r]), b = vdupq_n_f32(bias[r]);
-    unroll<NV>([&](auto j) KESTREL_I8_LAMBDA { vst1q_f32(dst + r * ld + 4 * j, epi(vaddq_f32(vmulq_f32(vcvtq_f32_s32(acc[r][j]), d), b))); });
+    unroll<NV>([&](auto j) KESTREL_I8_LAMBDA {
+      vst1q_f32(dst + r * ld + 4 * j, epi(vaddq_f32(vmulq_f32(vcvtq_f32_s32(acc[r][j]), d), b)));
+    });
   });
   for (int r = 0; r < mr; ++r) {
     if (!full) std::memcpy(c + r * ldc, spill + r * ld, np * sizeof(float));

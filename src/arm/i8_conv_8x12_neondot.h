@@ -2,9 +2,9 @@
 // channels x 4 * NV pixels of int32 sums over kd tap quads, in a header so that
 // bench/arm/loops measures the loop the library runs. Needs ARMv8.2 dotprod.
 //
-//   a   the weight quads, [kd][8][4] s8 (32 bytes a step)
+//   a   the weight quads, [kd][8][4] s8 (32 bytes a step); left past them
 //   x   the first pixel's quads, [4 * NV][4] s8, xs bytes from one step to the next
-//   acc acc[r][j] lane i: channel r, pixel 4j + i; added to
+//   acc written: acc[r][j] lane i is the sum of channel r, pixel 4j + i
 #pragma once
 #include <arm_neon.h>
 
@@ -22,6 +22,9 @@ constexpr int kDotRows = 8;
 template <int NV>
 inline __attribute__((always_inline)) void dot_steps(size_t kd, const int8_t*& a, const int8_t* x, size_t xs,
                                                      int32x4_t (&acc)[kDotRows][NV]) {
+  unroll<kDotRows>([&](auto r) KESTREL_I8_LAMBDA {
+    unroll<NV>([&](auto j) KESTREL_I8_LAMBDA { acc[r][j] = vdupq_n_s32(0); });
+  });
   for (size_t q = 0; q < kd; ++q, a += 32, x += xs) {
     const int8x16_t w0 = vld1q_s8(a), w1 = vld1q_s8(a + 16);
     unroll<NV>([&](auto j) KESTREL_I8_LAMBDA {
@@ -62,7 +65,6 @@ inline __attribute__((always_inline)) void dot_steps(size_t kd, const int8_t*& a
 #define KESTREL_I8_ZERO4(a, b, c, d) \
   "movi " a ".4s, #0\n\t" "movi " b ".4s, #0\n\t" "movi " c ".4s, #0\n\t" "movi " d ".4s, #0\n\t"
 
-// acc is written, not added to (the tile starts from zero).
 template <>
 inline __attribute__((always_inline)) void dot_steps<3>(size_t kd, const int8_t*& a, const int8_t* x, size_t xs,
                                                         int32x4_t (&acc)[kDotRows][3]) {
@@ -93,7 +95,9 @@ inline __attribute__((always_inline)) void dot_steps<3>(size_t kd, const int8_t*
       : [xs] "r"(xs)
       : "v0", "v1", "v2", "v3", "v4", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18",
         "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc", "memory");
-  unroll<kDotRows>([&](auto r) KESTREL_I8_LAMBDA { unroll<3>([&](auto j) KESTREL_I8_LAMBDA { acc[r][j] = vld1q_s32(sums + (3 * r + j) * 4); }); });
+  unroll<kDotRows>([&](auto r) KESTREL_I8_LAMBDA {
+    unroll<3>([&](auto j) KESTREL_I8_LAMBDA { acc[r][j] = vld1q_s32(sums + (3 * r + j) * 4); });
+  });
 }
 
 #undef KESTREL_I8_SDOT3

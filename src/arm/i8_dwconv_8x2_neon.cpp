@@ -9,7 +9,8 @@
 // A step is 8 output pixels (two vectors) of two output rows at stride 1, which share
 // K - 1 of their K + 1 input rows, or of one row at stride 2, whose rows are stored
 // split into even and odd columns as they are quantized (LD2), so that every tap is a
-// plain load. Each tap's two vectors are one LDP, its weight a lane (FMLA by element).
+// plain load. Each tap is two loads at constant offsets, its weight a lane (FMLA by
+// element).
 // Needs no dotprod: the A53 and A72 run it too. Threads split the channels.
 //
 // Packed per channel: its dequant factor and bias, then its K * K weights as floats
@@ -88,10 +89,6 @@ size_t workspace_per_thread_bytes(const ConvGeometry& g) {
   return static_cast<size_t>(p.rows) * p.cols * sizeof(float);
 }
 
-KESTREL_I8_NEON_INLINE float32x4_t quantized(float32x4_t x, float32x4_t s) {
-  return vcvtq_f32_s32(i8::quantize4(x, s));
-}
-
 // Channel `src` (in_h x in_w) quantized into the padded plane `dst`, whose padding the
 // caller has zeroed: it is the same for every channel, so only the input's place is
 // written. Rows go 8 values at a time, the last step reading past the row (at most 7
@@ -113,8 +110,8 @@ void fill(const ConvGeometry& g, const Plane& p, const float* src, float scale, 
     if constexpr (S == 1) {
       float* out = row + pad_left;
       for (int x = 0; x < in_w; x += 2 * kLanes) {
-        vst1q_f32(out + x, quantized(vld1q_f32(in + x), s));
-        vst1q_f32(out + x + kLanes, quantized(vld1q_f32(in + x + kLanes), s));
+        vst1q_f32(out + x, i8::quantize4(vld1q_f32(in + x), s));
+        vst1q_f32(out + x + kLanes, i8::quantize4(vld1q_f32(in + x + kLanes), s));
       }
       vst1q_f32(row + c0, zero);
       vst1q_f32(row + c0 + kLanes, zero);
@@ -126,8 +123,8 @@ void fill(const ConvGeometry& g, const Plane& p, const float* src, float scale, 
       float* po = row + po_off;
       for (int x = 0; x < in_w; x += 2 * kLanes) {
         const float32x4x2_t v = vld2q_f32(in + x);
-        vst1q_f32(pe + x / 2, quantized(v.val[0], s));
-        vst1q_f32(po + x / 2, quantized(v.val[1], s));
+        vst1q_f32(pe + x / 2, i8::quantize4(v.val[0], s));
+        vst1q_f32(po + x / 2, i8::quantize4(v.val[1], s));
       }
       vst1q_f32(row + (c0 + 1) / 2, zero);
       vst1q_f32(row + p.half + c0 / 2, zero);

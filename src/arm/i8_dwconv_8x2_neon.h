@@ -69,7 +69,9 @@ KESTREL_I8_NEON_INLINE void step(const Walk<K, S>& w, const float32x4_t* wv, flo
                                  const Epi& epi) {
   constexpr int R = Walk<K, S>::R;
   float32x4_t acc[R][NV];
-  unroll<R>([&](auto rr) KESTREL_I8_LAMBDA { unroll<NV>([&](auto v) KESTREL_I8_LAMBDA { acc[rr][v] = vdupq_n_f32(0.f); }); });
+  unroll<R>([&](auto rr) KESTREL_I8_LAMBDA {
+    unroll<NV>([&](auto v) KESTREL_I8_LAMBDA { acc[rr][v] = vdupq_n_f32(0.f); });
+  });
   // Input row i feeds output row rr through window row i - rr.
   unroll<Walk<K, S>::kIn>([&](auto i) KESTREL_I8_LAMBDA {
     unroll<K>([&](auto kx) KESTREL_I8_LAMBDA {

@@ -1,5 +1,5 @@
 // The int8 layers' passes over maps held as floats (kernels/i8_conv_kernels.h:
-// I8MapKernel) on NEON: quantize_i8 four values at a time (i8_neon.h), and the
+// I8MapKernel) on NEON: quantize_i8 eight values a step (i8_neon.h), and the
 // dequantization with the convolution epilogue's activations (f32_gemm_epilogue_neon.h).
 #include "arm/arm_kernels.h"
 #include "arm/f32_gemm_epilogue_neon.h"
@@ -15,8 +15,8 @@ void quantize(const float* src, float* dst, size_t n, float scale) {
   const float32x4_t s = vdupq_n_f32(scale);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    vst1q_f32(dst + i, vcvtq_f32_s32(i8::quantize4(vld1q_f32(src + i), s)));
-    vst1q_f32(dst + i + 4, vcvtq_f32_s32(i8::quantize4(vld1q_f32(src + i + 4), s)));
+    vst1q_f32(dst + i, i8::quantize4(vld1q_f32(src + i), s));
+    vst1q_f32(dst + i + 4, i8::quantize4(vld1q_f32(src + i + 4), s));
   }
   for (; i < n; ++i) dst[i] = static_cast<float>(i8::quantize1(src[i], scale));
 }

@@ -48,9 +48,10 @@ KESTREL_I8_NEON_INLINE int32_t quantize1(float x, float scale) {
   return q < -127 ? -127 : (q > 127 ? 127 : q);
 }
 
-// Four floats quantized, as int32 in [-127, 127].
-KESTREL_I8_NEON_INLINE int32x4_t quantize4(float32x4_t x, float32x4_t scale) {
-  return vmaxq_s32(vminq_s32(round_scaled(x, scale), vdupq_n_s32(127)), vdupq_n_s32(-127));
+// Four floats quantized, held as integer-valued floats in [-127, 127] (the exact fp32
+// routes' operands, i8_conv_kernels.h).
+KESTREL_I8_NEON_INLINE float32x4_t quantize4(float32x4_t x, float32x4_t scale) {
+  return vcvtq_f32_s32(vmaxq_s32(vminq_s32(round_scaled(x, scale), vdupq_n_s32(127)), vdupq_n_s32(-127)));
 }
 
 }  // namespace kestrel::kernels::arm::i8

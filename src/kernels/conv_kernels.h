@@ -39,6 +39,12 @@ struct ConvGeometry {
   bool bf16 = false;
 
   bool is_depthwise() const { return group == in_c && group == out_c; }
+  // 1x1, stride 1, no padding: output pixel p is input pixel p (any group count), so a
+  // kernel can read the input's rows in place.
+  bool is_pointwise() const {
+    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && pad_top == 0 && pad_left == 0 && out_h == in_h &&
+           out_w == in_w;
+  }
   bool planar() const { return in_pack == 1 && out_pack == 1; }
   // Each operand planar or blocked by `lanes`.
   bool packs_within(int lanes) const {

@@ -37,8 +37,7 @@ constexpr size_t kLineFloats = kAlignment / sizeof(float);
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 bool fusable_pointwise(const ConvGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 && g.group == 1 &&
-         g.in_h == g.out_h && g.in_w == g.out_w;
+  return g.is_pointwise() && g.group == 1;
 }
 
 bool fusable_depthwise(const ConvGeometry& g, const ConvGeometry& pw) {

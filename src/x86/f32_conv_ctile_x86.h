@@ -37,7 +37,7 @@ void pack_pixel_groups(const float* in, size_t in_cstep, size_t k, size_t k0, si
 // Whether the channel tiles copy the input into pixel groups (within kMaxScratchBytes).
 template <int MR>
 bool packs_pixel_groups(const ConvGeometry& g) {
-  if (g.group != 1 || !reads_input_directly(g)) return false;
+  if (g.group != 1 || !g.is_pointwise()) return false;
   const Plan pl = plan_of<MR, MR>(g);
   return pl.pixels <= kMaxScratchBytes / sizeof(float) / pl.k;
 }
@@ -232,8 +232,8 @@ bool prefers_channel_tiles(const ConvGeometry& g) {
   // around them stay blocked (the depthwise layers read them in place too). Larger
   // blocked maps go by the model.
   constexpr double kMaxBlockedPixels = 3136;  // 56x56 and less
-  if (reads_input_directly(g) && g.in_pack != 1 && px <= kMaxBlockedPixels) return true;
-  if (reads_input_directly(g) && g.in_pack == 1 && px > static_cast<double>(kMaxDirectPixels)) return false;
+  if (g.is_pointwise() && g.in_pack != 1 && px <= kMaxBlockedPixels) return true;
+  if (g.is_pointwise() && g.in_pack == 1 && px > static_cast<double>(kMaxDirectPixels)) return false;
   const double oc = g.out_c / g.group;
   const double k = static_cast<double>(g.in_c / g.group) * g.kh * g.kw;
   const long p = static_cast<long>(px), nr = NVp * W, tail_vecs = (p % nr + W - 1) / W;

@@ -62,11 +62,6 @@ struct Plan {
   bool direct;         // B is the input itself
 };
 
-inline bool reads_input_directly(const ConvGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-         g.out_h == g.in_h && g.out_w == g.in_w;
-}
-
 // The channel tiles of an im2col block run K in slices of kKSlice (the accumulators
 // parked between slices, gemm::Resume) where K > 2 * kKSlice, so that a panel's slice
 // of weights (32 KiB with AVX-512) stays in L1 across the block's tiles and the block's
@@ -90,7 +85,7 @@ Plan plan_of(const ConvGeometry& g) {
   p.k = static_cast<size_t>(p.in_per_group) * g.kh * g.kw;
   p.pixels = static_cast<size_t>(g.out_h) * g.out_w;
   p.tiles = (p.pixels + NR - 1) / NR;
-  p.direct = reads_input_directly(g);
+  p.direct = g.is_pointwise();
   p.block_tiles = std::clamp<size_t>((p.direct ? kDirectBlockFloats : kBlockFloats) / (p.k * NR), 1, kMaxBlockTiles);
   if (kOneBlock && !p.direct && slices_k(p.k) && p.pixels <= kOneBlockPixels &&
       p.tiles * NR <= kMaxScratchBytes / sizeof(float) / p.k) {

@@ -54,10 +54,7 @@ struct Plan {
 };
 
 bool supports(const ConvGeometry& g) {
-  if (!g.planar() || g.group != 1 || g.kh != 1 || g.kw != 1 || g.sh != 1 || g.sw != 1 || g.pad_top != 0 ||
-      g.pad_left != 0 || g.out_h != g.in_h || g.out_w != g.in_w || g.out_c <= 0 || g.in_c <= 0) {
-    return false;
-  }
+  if (!g.planar() || g.group != 1 || !g.is_pointwise() || g.out_c <= 0 || g.in_c <= 0) return false;
   const Plan p(g);
   return p.k <= kMaxProducts && p.pixels > kMaxChannelTilePixels && p.kq * p.pixels <= kMaxQuadBytes / 4 &&
          static_cast<size_t>(p.panels) * p.panel_dwords() < (size_t(1) << 30);
