@@ -27,6 +27,7 @@
 #include "arm/i8_neon.h"
 #include "core/parallel.h"
 #include "kernels/i8_conv_kernels.h"
+#include "kernels/i8_dwconv_plane.h"
 #include "kernels/i8_reference.h"
 
 namespace kestrel::kernels::arm {
@@ -63,22 +64,12 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
   }
 }
 
-// The padded plane in scratch: the rows the steps read (a last odd output row's step
-// reads one more), each wide enough for every step's loads (columns past the outputs'
-// reach feed lanes never stored). At stride 2 a row is its even columns and then its odd
-// ones (half = cols / 2 each): tap kx of output x is column 2x + kx, entry x + kx / 2
-// of the even or the odd half.
-struct Plane {
-  int rows, cols, half;
-};
-
+// The padded plane (kernels/i8_dwconv_plane.h): a step reads 8 pixels' taps and one
+// vector more, of two rows at stride 1; fill() writes up to 2 steps and a column past
+// the input.
+using Plane = I8DwPlane;
 Plane plane_of(const ConvGeometry& g, int k) {
-  const int steps = (g.out_w + kStep - 1) / kStep;
-  const int reach = g.sh * steps * kStep + k + kStep;
-  // Room for fill()'s overrun past the input and the zeros it writes after it.
-  const int cols = (std::max(reach, g.pad_left + g.in_w + 2 * kStep + 2) + 1) / 2 * 2;
-  const int out_rows = g.sh == 1 ? (g.out_h + 1) / 2 * 2 : g.out_h;
-  return {(out_rows - 1) * g.sh + k, cols, cols / 2};
+  return i8_dwconv_plane(g, k, kStep, g.sh == 1 ? 2 : 1, kStep, 2 * kStep + 2);
 }
 
 size_t no_workspace(const ConvGeometry&) { return 0; }

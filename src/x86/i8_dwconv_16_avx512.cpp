@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "kernels/i8_conv_kernels.h"
+#include "kernels/i8_dwconv_plane.h"
 #include "x86/f32_gemm_x86.h"
 #include "x86/i8_avx512.h"
 #include "x86/x86_kernels.h"
@@ -55,21 +56,10 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
   }
 }
 
-// The padded plane in scratch: the rows the outputs read, each wide enough for every
-// vector step's loads (columns past the outputs' reach feed lanes never stored). At
-// stride 2 a row is stored as its even columns and then its odd ones (half = cols / 2
-// each), so that every tap reads 16 adjacent values: tap kx of output x is column
-// 2x + kx, which is entry x + kx / 2 of the even or the odd half.
-struct Plane {
-  int rows, cols, half;
-};
-
-Plane plane_of(const ConvGeometry& g, int k) {
-  const int steps = (g.out_w + kMaxNV * W - 1) / (kMaxNV * W);
-  const int reach = g.sh * steps * kMaxNV * W + k + W;
-  const int cols = (std::max(reach, g.pad_left + g.in_w) + 1) / 2 * 2;
-  return {(g.out_h - 1) * g.sh + k, cols, cols / 2};
-}
+// The padded plane (kernels/i8_dwconv_plane.h): a step reads 32 pixels' taps (16 on
+// maps 16 wide or less) and one vector more, of one row.
+using Plane = I8DwPlane;
+Plane plane_of(const ConvGeometry& g, int k) { return i8_dwconv_plane(g, k, kMaxNV * W, 1, W, 0); }
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
