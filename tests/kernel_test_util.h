@@ -16,6 +16,7 @@
 
 #include "core/half.h"
 #include "core/layer.h"
+#include "kernels/conv_kernels.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_context.h"
 #include "kestrel/mat.h"
@@ -108,6 +109,17 @@ std::vector<const K*> runnable_kernels(const std::vector<const K*>& all) {
     if (kestrel::kernels::isa_allows(kestrel::kernels::active_isa(), k->isa)) r.push_back(k);
   }
   return r;
+}
+
+// True where fp16 kernels run: the CPU has fp16 arithmetic (Feature::kFp16Arith) and the
+// build has fp16 kernels for its ISA (aarch64's). An x86 CPU with AVX512-FP16 has the
+// feature but no kernels here: its fp16 layers keep fp32 kernels.
+inline bool fp16_kernels_run() {
+  if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) return false;
+  for (const auto* k : runnable_kernels(kestrel::kernels::conv_kernels())) {
+    if (k->f16) return true;
+  }
+  return false;
 }
 
 // ---- Helpers of the pooling, inner-product, elementwise and softmax tests ----

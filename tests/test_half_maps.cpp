@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "kernel_test_util.h"
 #include "kernels/isa.h"
 #include "test_util.h"
 
@@ -127,7 +128,7 @@ TEST_SUITE("precision") {
         }
       }
     }
-    if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+    if (!kt::fp16_kernels_run()) {
       // Not a structured binding: doctest's message captures its names.
       for (const auto& entry : kernel) {
         CHECK_MESSAGE(entry.second.rfind("f16_", 0) != 0, entry.first << " ran " << entry.second);

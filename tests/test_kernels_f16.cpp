@@ -45,9 +45,8 @@ const kestrel::ActivationSpec kActs[] = {
 // The fp16 kernel selected for `probe`, or nullptr with a message where the CPU has no
 // fp16 arithmetic (then none may be selected).
 const ConvKernel* selected_or_none(const ConvGeometry& probe, bool* has_fp16) {
-  using kestrel::kernels::Feature;
   const ConvKernel* chosen = kestrel::kernels::select_conv_kernel(probe, kestrel::kernels::active_isa());
-  *has_fp16 = kestrel::kernels::active_has(Feature::kFp16Arith);
+  *has_fp16 = kt::fp16_kernels_run();
   if (!*has_fp16) {
     CHECK(chosen == nullptr);
     MESSAGE("no fp16 arithmetic here (" << std::string(kestrel::kernels::isa_name(kestrel::kernels::active_isa()))
@@ -238,7 +237,7 @@ TEST_SUITE("kernels") {
       REQUIRE(ox.input("data", in).ok());
       REQUIRE(ox.extract("h", want).ok());
       REQUIRE(got.shape() == want.shape());
-      if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+      if (!kt::fp16_kernels_run()) {
         CHECK(head_kernel.rfind("f16_", 0) != 0);
         MESSAGE("no fp16 arithmetic here: the head runs " << head_kernel);
         return;

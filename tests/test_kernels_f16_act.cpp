@@ -134,7 +134,7 @@ void check_kernel(const ConvKernel* k, const ConvGeometry& g, const Operands& op
 // True where the CPU has fp16 arithmetic; elsewhere no fp16 kernel may be selected for
 // `probe` (checked), and the case says so.
 bool fp16_here(const ConvGeometry& probe) {
-  if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+  if (!kt::fp16_kernels_run()) {
     CHECK(select(probe) == nullptr);
     MESSAGE("no fp16 arithmetic here (" << std::string(kestrel::kernels::isa_name(kestrel::kernels::active_isa()))
                                         << "): no fp16 kernel is selected for " << describe(probe));
@@ -327,7 +327,7 @@ TEST_SUITE("kernels") {
     REQUIRE(kt::load(oracle, b).ok());
     REQUIRE(kt::load(fast, b).ok());
     const kestrel::Mat in = kt::random_input(fast, "data", 17);
-    const bool fp16 = kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith);
+    const bool fp16 = kt::fp16_kernels_run();
     for (int threads : {1, 4}) {
       CAPTURE(threads);
       std::map<std::string, std::string> kernel;

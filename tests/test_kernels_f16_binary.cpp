@@ -45,7 +45,7 @@ using kestrel::kernels::Feature;
 constexpr uint16_t kNanGuard = 0x7e55;  // around inputs: a value read from there shows as NaN
 constexpr uint16_t kSentinel = 0x3c01;  // around outputs: 1.0009765625
 
-bool fp16_arith() { return kestrel::kernels::active_has(Feature::kFp16Arith); }
+bool fp16_arith() { return kt::fp16_kernels_run(); }
 
 std::string hex(uint16_t h) {
   char s[8];

@@ -139,7 +139,7 @@ TEST_SUITE("kernels") {
   TEST_CASE("fp16 arithmetic: depthwise 3x3 pack8 kernel equals the fp16 reference on every strip and walk") {
     ConvGeometry probe = depthwise(16, 5, 5, 1, {1, 1, 1, 1});
     const ConvKernel* chosen = kestrel::kernels::select_conv_kernel(probe, kestrel::kernels::active_isa());
-    if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+    if (!kt::fp16_kernels_run()) {
       CHECK(chosen == nullptr);
       MESSAGE("no fp16 arithmetic here (" << std::string(kestrel::kernels::isa_name(kestrel::kernels::active_isa()))
                                            << "): no fp16 depthwise kernel is selected");
@@ -188,7 +188,7 @@ TEST_SUITE("kernels") {
     // makes is -0 and every activation keeps it. A +0 shows a padding tap multiplied
     // (+0 * w) instead of skipped, or an activation that does not keep -0 (FMAX).
     const ConvKernel* k = dw_kernel();
-    if (k == nullptr || !kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+    if (k == nullptr || !kt::fp16_kernels_run()) {
       MESSAGE("no fp16 arithmetic here: nothing to run");
       return;
     }
@@ -219,7 +219,7 @@ TEST_SUITE("kernels") {
   TEST_CASE("fp16 arithmetic: depthwise 3x3 pack8 kernel declines what it does not compute") {
     const ConvKernel* k = dw_kernel();
     if (k == nullptr) {
-      CHECK_FALSE(kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith));
+      CHECK_FALSE(kt::fp16_kernels_run());
       MESSAGE("no fp16 depthwise kernel in this build");
       return;
     }

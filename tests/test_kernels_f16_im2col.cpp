@@ -132,7 +132,7 @@ kestrel::ActivationSpec activation(int i) {
 // The kernel, or nullptr where this CPU has no fp16 arithmetic (then no fp16 kernel is
 // selected for `probe`, checked here, and the case says so).
 const ConvKernel* kernel_or_none(const ConvGeometry& probe) {
-  if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+  if (!kt::fp16_kernels_run()) {
     CHECK(select(probe) == nullptr);
     MESSAGE("no fp16 arithmetic here (" << std::string(kestrel::kernels::isa_name(kestrel::kernels::active_isa()))
                                          << "): no fp16 kernel is selected");
@@ -239,7 +239,7 @@ TEST_SUITE("kernels") {
     stem.in_c = 3;
     stem.in_pack = 1;
     const ConvKernel* k = f16_kernel(kName);
-    if (k == nullptr || !kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+    if (k == nullptr || !kt::fp16_kernels_run()) {
       for (const ConvGeometry& g : {general, one, depthwise, stem}) CHECK(select(g) == nullptr);
       MESSAGE("no fp16 arithmetic here: no fp16 kernel is selected");
       return;

@@ -26,6 +26,7 @@
 
 #include "core/half.h"
 #include "f16_test_util.h"
+#include "kernel_test_util.h"
 #include "kernels/f16_arith.h"
 #include "kernels/interp_kernels.h"
 #include "kernels/isa.h"
@@ -35,7 +36,6 @@ namespace {
 
 using kestrel::fb::InterpCoords;
 using kestrel::fb::InterpMode;
-using kestrel::kernels::Feature;
 using kestrel::kernels::InterpGeometry;
 using kt::Fill;
 using kt::kFills;
@@ -46,7 +46,7 @@ constexpr int kLanes = 8;
 constexpr uint16_t kNanHalf = 0x7e00;
 constexpr uint16_t kSentinel = 0x7e5a;  // a NaN payload no input of these cases has
 
-bool fp16_arith() { return kestrel::kernels::active_has(Feature::kFp16Arith); }
+bool fp16_arith() { return kt::fp16_kernels_run(); }
 
 // A coordinate mapping of InterpParam.
 struct Mapping {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "f16_test_util.h"
+#include "kernel_test_util.h"
 #include "kernels/isa.h"
 #include "kernels/pool_kernels.h"
 #include "layers/layers.h"
@@ -33,7 +34,6 @@
 namespace {
 
 using kestrel::fb::PoolType;
-using kestrel::kernels::Feature;
 using kestrel::kernels::PoolGeometry;
 using kestrel::kernels::PoolKernel;
 using kt::Fill;
@@ -43,7 +43,7 @@ constexpr int kLanes = 8;
 constexpr uint16_t kNanHalf = 0x7e00;
 constexpr uint16_t kSentinel = 0x3c01;  // 1.0009765625: no pooling of these inputs writes it by chance
 
-bool fp16_arith() { return kestrel::kernels::active_has(Feature::kFp16Arith); }
+bool fp16_arith() { return kt::fp16_kernels_run(); }
 
 // The f16 pool kernels this build has and this CPU runs: none without fp16 arithmetic.
 // An aarch64 build that has it must list both (a kernel dropped from the registry fails).

@@ -115,7 +115,7 @@ const ConvKernel* stem_kernel() {
 const ConvKernel* selected_stem() {
   const ConvGeometry probe = stem(3, 16, 16, 32, 3, 2, {1, 1, 1, 1});
   const ConvKernel* chosen = kestrel::kernels::select_conv_kernel(probe, kestrel::kernels::active_isa());
-  if (!kestrel::kernels::active_has(kestrel::kernels::Feature::kFp16Arith)) {
+  if (!kt::fp16_kernels_run()) {
     CHECK(chosen == nullptr);
     MESSAGE("no fp16 arithmetic here (" << std::string(kestrel::kernels::isa_name(kestrel::kernels::active_isa()))
                                          << "): no fp16 stem kernel is selected");

@@ -5,8 +5,10 @@
 // Then every int8 kernel against the oracle, bit for bit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -150,14 +152,26 @@ TEST_SUITE("kernels") {
                            plane, 1);
       for (size_t i = 0; i < ref.size(); ++i) REQUIRE(std::fabs(got[i] - ref[i]) <= 1e-4f * (1.f + std::fabs(ref[i])));
 
-      // 3. int8 outputs are the fp32 outputs quantized, at 1 and 4 threads alike.
+      // 3. int8 outputs: requantized in one step, fma(sum, dequant * s, bias * s) rounded
+      //    and clamped to ReLU6's [0, rne(6 s)], at 1 and 4 threads alike; within one
+      //    step of the fp32 output quantized.
       const float out_scale = 20.f;
+      const int hi = static_cast<int>(std::nearbyint(6.f * out_scale));
       for (int threads : {1, 4}) {
         CAPTURE(threads);
         std::vector<int8_t> q(g.out_c * plane);
         k::conv_reference_i8(ga, w.data(), dequant.data(), bias.data(), in.data(), in_cstep, out_scale, q.data(),
                              nullptr, plane, threads);
-        for (size_t i = 0; i < q.size(); ++i) REQUIRE(q[i] == k::quantize_i8(got[i], out_scale));
+        size_t off = 0, far = 0;
+        for (size_t i = 0; i < q.size(); ++i) {
+          const size_t oc = i / plane;
+          const float v = std::fma(sums[i], dequant[oc] * out_scale, bias[oc] * out_scale);
+          const int want = std::min(hi, std::max(0, static_cast<int>(std::nearbyint(v))));
+          off += q[i] != want;
+          far += std::abs(q[i] - k::quantize_i8(got[i], out_scale)) > 1;
+        }
+        CHECK(off == 0);
+        CHECK(far == 0);
         std::vector<float> again(g.out_c * plane);
         k::conv_reference_i8(ga, w.data(), dequant.data(), bias.data(), in.data(), in_cstep, 0.f, nullptr,
                              again.data(), plane, threads);
@@ -196,6 +210,71 @@ Mat oracle_i8(const k::ConvGeometry& g, const Mat& in, float in_scale, const std
   REQUIRE(out.create(Shape::make3(g.out_w, g.out_h, g.out_c)));
   k::conv_reference_i8(g, w.data(), dequant.data(), bias, q.data(), plane, 0.f, nullptr, out.data, out.cstep, 1);
   return out;
+}
+
+// run_maps on int8 maps (kernels/i8_conv_kernels.h: I8Operands), each mix of an fp32 or
+// int8 input and output, 1 and 4 threads: the int8 input is `in` quantized (its channel
+// padding holding other bytes, which must not be read); an fp32 output must be `want`,
+// an int8 one the oracle's int8 output (where the activation allows one), the channel
+// padding left alone.
+void check_int8_maps(const k::I8ConvKernel& kern, const k::ConvGeometry& g, const Mat& packed, const Mat& in,
+                     float in_scale, const std::vector<int8_t>& w, const std::vector<float>& dequant,
+                     const float* bias, const Mat& want) {
+  Shape s8 = Shape::make3(g.in_w, g.in_h, g.in_c);
+  s8.i8 = true;
+  Mat in8;
+  REQUIRE(in8.create(s8));
+  const size_t in_plane = size_t(g.in_w) * g.in_h, out_plane = size_t(g.out_w) * g.out_h;
+  for (int q = 0; q < g.in_c; ++q) {
+    int8_t* d = reinterpret_cast<int8_t*>(in8.channel(q));
+    std::fill(d, d + in8.cstep * sizeof(float), int8_t{101});
+    k::quantize_i8(in.channel(q), d, in_plane, in_scale);
+  }
+  const float out_scale = 37.f;
+  std::vector<int8_t> want8(out_plane * g.out_c);
+  k::conv_reference_i8(g, w.data(), dequant.data(), bias, reinterpret_cast<const int8_t*>(in8.data),
+                       in8.cstep * sizeof(float), out_scale, want8.data(), nullptr, out_plane, 1);
+  constexpr int8_t kSentinel = 0x5a;
+  for (int mix = 1; mix < 4; ++mix) {
+    const bool in_i8 = mix & 1, out_i8 = mix & 2;
+    if (out_i8 && !k::i8_output_activation(g.act)) continue;
+    for (int threads : {1, 4}) {
+      INFO("int8 input " << in_i8 << ", int8 output " << out_i8 << ", threads " << threads);
+      Shape so = Shape::make3(g.out_w, g.out_h, g.out_c);
+      so.i8 = out_i8;
+      Mat out;
+      REQUIRE(out.create(so));
+      std::memset(out.data, kSentinel, out.total() * sizeof(float));
+      k::I8Operands io;
+      io.in = in_i8 ? static_cast<const void*>(in8.data) : in.data;
+      io.in_cstep = in_i8 ? in8.cstep * sizeof(float) : in.cstep;
+      io.in_i8 = in_i8;
+      io.in_scale = in_scale;
+      io.out = out.data;
+      io.out_cstep = out_i8 ? out.cstep * sizeof(float) : out.cstep;
+      io.out_scale = out_i8 ? out_scale : 0.f;
+      kt::KernelScratch scratch;
+      const auto ctx = scratch.make(kern.workspace_bytes(g), kern.workspace_per_thread_bytes(g), threads);
+      kern.run_maps(g, packed.data, io, ctx);
+      size_t bad = 0, padding = 0;
+      for (int q = 0; q < g.out_c; ++q) {
+        const int8_t* b8 = reinterpret_cast<const int8_t*>(out.channel(q));
+        const float* f = out.channel(q);
+        for (size_t i = 0; i < out_plane; ++i) {
+          if (out_i8) {
+            bad += b8[i] != want8[q * out_plane + i];
+          } else {
+            bad += std::memcmp(&f[i], &want.channel(q)[i], sizeof(float)) != 0;
+          }
+        }
+        const size_t used = out_plane * (out_i8 ? 1 : sizeof(float));
+        const int8_t* raw = reinterpret_cast<const int8_t*>(out.channel(q));
+        for (size_t i = used; i < out.cstep * sizeof(float); ++i) padding += raw[i] != kSentinel;
+      }
+      CHECK(bad == 0);
+      CHECK_MESSAGE(padding == 0, "wrote into channel padding");
+    }
+  }
 }
 
 }  // namespace
@@ -308,6 +387,7 @@ TEST_SUITE("kernels") {
           CHECK_MESSAGE(kt::padding_untouched(out), "wrote into channel padding");
           CHECK(kt::same_plane_values(out, want));
         }
+        if (kern->run_maps) check_int8_maps(*kern, g, packed, in, in_scale, w, dequant, b, want);
         tested[kern->name]++;
         // Planar operands only (the int8 layers keep their maps planar).
         k::ConvGeometry blocked = g;

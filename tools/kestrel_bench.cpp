@@ -40,6 +40,7 @@ struct Args {
   bool light = true;
   bool fuse = true;
   bool blocked = true;
+  bool int8_maps = true;
   kestrel::MemoryStrategy memory = kestrel::MemoryStrategy::kPool;
   kestrel::KernelSet kernels = kestrel::KernelSet::kFast;
   kestrel::Option precision;  // precision and layer_precision only
@@ -56,7 +57,7 @@ struct Args {
 const char* kUsage =
     "usage: kestrel-bench MODEL.kst [--threads N] [--loops N] [--warmup N]\n"
     "                     [--light on|off] [--memory none|pool|plan] [--kernels ref|fast] [--fuse on|off]\n"
-    "                     [--blocked on|off] [--precision fp32|fp16|bf16|int8]\n"
+    "                     [--blocked on|off] [--int8-maps on|off] [--precision fp32|fp16|bf16|int8]\n"
     "                     [--layer-precision NAME=fp32|fp16|bf16|int8 ...]\n"
     "                     [--shape NAME=C,H,W ...] [--input NAME=FILE.npy ...] [--profile]\n"
     "                     [--json OUT.json] [--memory-trace OUT.csv] [--insn-marks]\n"
@@ -118,6 +119,8 @@ bool parse(int argc, char** argv, Args* a) {
       a->fuse = v == "on";
     } else if (f == "--blocked" && (v == "on" || v == "off")) {
       a->blocked = v == "on";
+    } else if (f == "--int8-maps" && (v == "on" || v == "off")) {
+      a->int8_maps = v == "on";
     } else if (f == "--memory" && v == "none") {
       a->memory = kestrel::MemoryStrategy::kNone;
     } else if (f == "--memory" && v == "pool") {
@@ -196,6 +199,7 @@ class Bench {
     net_.option().light_mode = a_.light;
     net_.option().fuse_layers = a_.fuse;
     net_.option().blocked_layout = a_.blocked;
+    net_.option().int8_maps = a_.int8_maps;
     net_.option().memory = a_.memory;
     for (const auto& [name, shape] : a_.shapes) net_.set_input_shape(name, shape);
     const auto t0 = std::chrono::steady_clock::now();
@@ -375,8 +379,11 @@ const char* memory_name(kestrel::MemoryStrategy m) {
 std::string Bench::config() const {
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "threads=%d light=%s fuse=%s blocked=%s memory=%s kernels=%s isa=%s features=%s loops=%d warmup=%d",
-                a_.threads, a_.light ? "on" : "off", a_.fuse ? "on" : "off", a_.blocked ? "on" : "off", memory_name(a_.memory), a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref",
+                "threads=%d light=%s fuse=%s blocked=%s int8_maps=%s memory=%s kernels=%s isa=%s features=%s loops=%d "
+                "warmup=%d",
+                a_.threads, a_.light ? "on" : "off", a_.fuse ? "on" : "off", a_.blocked ? "on" : "off",
+                a_.int8_maps ? "on" : "off", memory_name(a_.memory),
+                a_.kernels == kestrel::KernelSet::kFast ? "fast" : "ref",
                 a_.kernels == kestrel::KernelSet::kFast ? kestrel::kernels::isa_name(kestrel::kernels::active_isa())
                                                         : "ref",
                 kestrel::kernels::active_features()[0] ? kestrel::kernels::active_features() : "none", a_.loops,

@@ -32,19 +32,23 @@ Allocator* default_allocator();
 // f16: each value is an IEEE half (2 bytes), an element p halves. Such maps exist only
 // between layers that compute in fp16 (Option::precision); inputs a user gives and
 // everything extract() returns are fp32.
+// i8: each value is a signed byte, the real value times the map's int8 scale (its
+// kestrel-quantize scale). Such maps exist only between layers that compute in int8;
+// extract() hands them out as fp32.
 struct Shape {
   int dims = 0;
   int w = 0, h = 1, d = 1, c = 1;
   int elempack = 1;
   bool f16 = false;
+  bool i8 = false;
 
   static Shape make1(int w) { return {1, w, 1, 1, 1, 1}; }
   static Shape make2(int w, int h) { return {2, w, h, 1, 1, 1}; }
   static Shape make3(int w, int h, int c) { return {3, w, h, 1, c, 1}; }
   static Shape make4(int w, int h, int d, int c) { return {4, w, h, d, c, 1}; }
 
-  // 4-byte units (floats, or pairs of halves) between the starts of two channels
-  // (whole tensor for dims <= 2).
+  // 4-byte units (floats, pairs of halves, quads of bytes) between the starts of two
+  // channels (whole tensor for dims <= 2).
   size_t cstep() const;
   // Bytes a Mat of this shape occupies, channel padding included; 0 when invalid().
   size_t bytes() const;
@@ -86,8 +90,8 @@ class Mat {
   void fill(float v);
 
   bool empty() const { return data == nullptr || total() == 0; }
-  Shape shape() const { return Shape{dims, w, h, d, c, elempack, f16}; }
-  // 4-byte units of the buffer (floats; pairs of values where f16).
+  Shape shape() const { return Shape{dims, w, h, d, c, elempack, f16, i8}; }
+  // 4-byte units of the buffer (floats; pairs of values where f16, quads where i8).
   size_t total() const { return cstep * static_cast<size_t>(c); }
   // Number of real channels (c * elempack for packed Mats).
   int channels() const { return c * elempack; }
@@ -95,7 +99,7 @@ class Mat {
 
   float* channel(int q) { return data + cstep * static_cast<size_t>(q); }
   const float* channel(int q) const { return data + cstep * static_cast<size_t>(q); }
-  // Rows, element access and fill() are for fp32 Mats (f16 false).
+  // Rows, element access and fill() are for fp32 Mats (f16 and i8 false).
   float* row(int y) { return data + static_cast<size_t>(w) * y * elempack; }
   const float* row(int y) const { return data + static_cast<size_t>(w) * y * elempack; }
   float& operator[](size_t i) { return data[i]; }
@@ -118,6 +122,7 @@ class Mat {
   int w = 0, h = 0, d = 0, c = 0;
   int elempack = 1;
   bool f16 = false;  // values are halves (Shape::f16)
+  bool i8 = false;   // values are bytes (Shape::i8)
   size_t cstep = 0;
 
  private:
@@ -126,8 +131,8 @@ class Mat {
 
 // Layout conversion: returns `src` with channels interleaved in blocks of
 // `elempack` (1, 4, 8 or 16), always as fp32 (an f16 `src` is widened). The channel
-// count must be a multiple of elempack. Returns an empty Mat on allocation failure or a
-// bad elempack.
+// count must be a multiple of elempack. Returns an empty Mat on allocation failure, a
+// bad elempack, or an i8 `src` (its scale is the Net's).
 Mat convert_packing(const Mat& src, int elempack, Allocator* a = nullptr);
 
 }  // namespace kestrel

@@ -77,6 +77,14 @@ struct Option {
   // transposes and copies. Results are bit-identical;
   // extract() of such a blob returns a planar copy (an allocation). Read at load().
   bool blocked_layout = true;
+  // At Precision::kInt8, keep the feature maps between int8 layers as int8 maps (a byte a
+  // value) where both have kernels for them, as ncnn does: the writer requantizes its
+  // sums for the reader's input scale in one step (an fma), where with fp32 maps it
+  // dequantizes them and the reader quantizes them again. The two roundings differ, so
+  // results differ by rounding (within a quantization step per map). extract() of such a
+  // blob returns its dequantized values (q / scale) in a planar fp32 copy (an
+  // allocation). Read at load().
+  bool int8_maps = true;
   // Read at load(): the precision of every layer, and overrides by layer name (the
   // model's names, as kestrel-bench --profile prints them; a fused pair is named by its
   // first layer). load() fails with InvalidArgument naming an override's layer if the

@@ -9,7 +9,8 @@
 // The accumulators hold four pixels of one output channel (the input quads are the
 // vector operand, the weight quads the indexed one), so a planar output is stored as it
 // is: float(sum) * dequant + bias (a multiply and an add, as conv_reference_i8 does),
-// the activation, an fp32 store.
+// the activation, an fp32 store, or (an int8 map, I8Operands) quantized and stored as
+// bytes. An int8 input map's rows are interleaved into the quads as they are.
 //
 // Layouts
 //   packed  [panel][K / 4][8][4] s8: the panel's 8 channels' weight quads (tap 4q + i at
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "arm/arm_kernels.h"
 #include "arm/f32_gemm_epilogue_neon.h"
@@ -129,13 +131,18 @@ KESTREL_I8_NEON_INLINE void store_quads(int8_t* dst, int8x16_t t0, int8x16_t t1,
   vst4q_s8(dst, int8x16x4_t{{t0, t1, t2, t3}});
 }
 
+// Sixteen input values as bytes: an fp32 map's quantized, an int8 map's as they are.
+KESTREL_I8_NEON_INLINE int8x16_t load16(const float* p, float32x4_t scale) { return i8::quantize16(p, scale); }
+KESTREL_I8_NEON_INLINE int8x16_t load16(const int8_t* p, float32x4_t) { return vld1q_s8(p); }
+
 // 1x1: pixels [b0, b1) (whole blocks, the last may pass `pixels`) of every quad, each
-// tap row an input channel quantized as it is read.
-void quantize_pointwise(const Plan& p, const float* in, size_t in_cstep, float scale,
-                        size_t b0, size_t b1, int8_t* quads) {
+// tap row an input channel, quantized as it is read where it is fp32.
+template <class In>
+void fill_pointwise(const Plan& p, const In* in, size_t in_cstep, float scale, size_t b0, size_t b1,
+                    int8_t* quads) {
   const float32x4_t s = vdupq_n_f32(scale);
   for (size_t q = 0; q < p.kd; ++q) {
-    const float* rows[kQuad];
+    const In* rows[kQuad];
     int live = 0;
     for (int i = 0; i < kQuad; ++i) {
       const size_t c = q * kQuad + i;
@@ -150,13 +157,13 @@ void quantize_pointwise(const Plan& p, const float* in, size_t in_cstep, float s
         if (i >= live || n == 0) {
           t[i] = vdupq_n_s8(0);
         } else if (n == kBlock) {
-          t[i] = i8::quantize16(rows[i] + px, s);
+          t[i] = load16(rows[i] + px, s);
         } else {
           // The row's last pixels: read no further than the row (a kernel must not
           // depend on the channel padding).
-          float tail[kBlock] = {};
-          std::memcpy(tail, rows[i] + px, n * sizeof(float));
-          t[i] = i8::quantize16(tail, s);
+          In tail[kBlock] = {};
+          std::memcpy(tail, rows[i] + px, n * sizeof(In));
+          t[i] = load16(tail, s);
         }
       }
       store_quads(dst + px * kQuad, t[0], t[1], t[2], t[3]);
@@ -164,19 +171,25 @@ void quantize_pointwise(const Plan& p, const float* in, size_t in_cstep, float s
   }
 }
 
-// im2col, first step: channels [c0, c1) quantized into the zero-padded planes.
-void quantize_planes(const ConvGeometry& g, const Plan& p, const float* in, size_t in_cstep, float scale, int c0,
-                     int c1, int8_t* planes) {
+// An input row into a padded plane's row: quantized, or copied.
+void fill_row(const float* src, int n, float32x4_t s, float scale, int8_t* dst) {
+  int x = 0;
+  for (; x + kBlock <= n; x += kBlock) vst1q_s8(dst + x, i8::quantize16(src + x, s));
+  for (; x < n; ++x) dst[x] = static_cast<int8_t>(i8::quantize1(src[x], scale));
+}
+void fill_row(const int8_t* src, int n, float32x4_t, float, int8_t* dst) { std::memcpy(dst, src, n); }
+
+// im2col, first step: channels [c0, c1) into the zero-padded planes.
+template <class In>
+void fill_planes(const ConvGeometry& g, const Plan& p, const In* in, size_t in_cstep, float scale, int c0, int c1,
+                 int8_t* planes) {
   const float32x4_t s = vdupq_n_f32(scale);
   for (int c = c0; c < c1; ++c) {
     int8_t* plane = planes + static_cast<size_t>(c) * p.hp * p.wp;
     std::memset(plane, 0, p.hp * p.wp);
     for (int y = 0; y < g.in_h; ++y) {
-      const float* src = in + c * in_cstep + static_cast<size_t>(y) * g.in_w;
-      int8_t* dst = plane + (y + g.pad_top) * p.wp + g.pad_left;
-      int x = 0;
-      for (; x + kBlock <= g.in_w; x += kBlock) vst1q_s8(dst + x, i8::quantize16(src + x, s));
-      for (; x < g.in_w; ++x) dst[x] = static_cast<int8_t>(i8::quantize1(src[x], scale));
+      fill_row(in + c * in_cstep + static_cast<size_t>(y) * g.in_w, g.in_w, s, scale,
+               plane + (y + g.pad_top) * p.wp + g.pad_left);
     }
   }
 }
@@ -223,19 +236,39 @@ void gather_quads(const ConvGeometry& g, const Plan& p, const int8_t* planes, si
 
 // An 8 x 4NV tile over all quads: `a` the panel's weight quads, then its dequant
 // factors and biases; `x` the first pixel's quads (xs bytes from one quad to the next);
-// np (<= 4NV) pixels of mr (<= 8) channels stored at c (channels ldc floats apart).
-template <int NV, class Epi>
+// np (<= 4NV) pixels of mr (<= 8) channels stored at c (channels ldc elements apart):
+// floats, or bytes requantized by rq (an activation of i8_output_activation's).
+template <int NV, class Out, class Epi>
 __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const int8_t* __restrict x, size_t xs,
-                                    float* c, size_t ldc, int mr, int np, const Epi& epi) {
+                                    Out* c, size_t ldc, int mr, int np, const i8::Requant& rq, const Epi& epi) {
   int32x4_t acc[MR][NV];
   const int8_t* w = a;
   i8::dot_steps<NV>(kd, w, x, xs, acc);
-  // A short tile (the map's last pixels) goes through a stack tile.
   const float* dq = reinterpret_cast<const float*>(w);
   const float* bias = dq + MR;
+  if constexpr (std::is_same_v<Out, int8_t>) {
+    auto row = [&](int r, int n) KESTREL_I8_LAMBDA {
+      const float32x4_t m = vdupq_n_f32(dq[r] * rq.scale), k = vdupq_n_f32(bias[r] * rq.scale);
+      int32x4_t q[NV];
+      unroll<NV>([&](auto j) KESTREL_I8_LAMBDA {
+        q[j] = i8::requantize<i8::kScaledAct<Epi>>(vcvtq_f32_s32(acc[r][j]), m, k, epi);
+      });
+      i8::store_bytes(c + r * ldc, i8::clamp(i8::narrow<NV>(q), rq), n);
+    };
+    // Full tiles apart, so that their stores take no branches.
+    if (np == 4 * NV) {
+      unroll<MR>([&](auto r) KESTREL_I8_LAMBDA {
+        if (r < mr) row(r, 4 * NV);
+      });
+    } else {
+      for (int r = 0; r < mr; ++r) row(r, np);
+    }
+    return;
+  }
+  // A short tile (the map's last pixels) goes through a stack tile.
   const bool full = np == 4 * NV;
   float spill[MR * 4 * NV];
-  float* dst = full ? c : spill;
+  float* dst = full ? reinterpret_cast<float*>(c) : spill;
   const size_t ld = full ? ldc : 4 * NV;
   unroll<MR>([&](auto r) KESTREL_I8_LAMBDA {
     if (r >= mr) return;
@@ -245,36 +278,37 @@ __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const
     });
   });
   for (int r = 0; r < mr; ++r) {
-    if (!full) std::memcpy(c + r * ldc, spill + r * ld, np * sizeof(float));
-    i8::finish(epi, c + r * ldc, static_cast<size_t>(np));
+    if (!full) std::memcpy(reinterpret_cast<float*>(c) + r * ldc, spill + r * ld, np * sizeof(float));
+    i8::finish(epi, reinterpret_cast<float*>(c) + r * ldc, static_cast<size_t>(np));
   }
 }
 
-template <class Epi>
+template <class Out, class Epi>
 void panel_group(const ConvGeometry& g, const Plan& p, const void* packed, int panel, size_t gi, const int8_t* quads,
-                 float* out, size_t out_cstep, const Epi& epi) {
+                 Out* out, size_t out_cstep, const i8::Requant& rq, const Epi& epi) {
   const int8_t* a = static_cast<const int8_t*>(packed) + static_cast<size_t>(panel) * p.panel_bytes();
   const int mr = std::min(MR, g.out_c - panel * MR);
   const size_t px = gi * NP;
   const int np = static_cast<int>(std::min<size_t>(NP, p.pixels - px));
-  float* c = out + static_cast<size_t>(panel) * MR * out_cstep + px;
+  Out* c = out + static_cast<size_t>(panel) * MR * out_cstep + px;
   const int8_t* x = quads + px * kQuad;
   const size_t xs = p.padded * kQuad;
   if (np > 8) {
-    tile<3>(p.kd, a, x, xs, c, out_cstep, mr, np, epi);
+    tile<3>(p.kd, a, x, xs, c, out_cstep, mr, np, rq, epi);
   } else if (np > 4) {
-    tile<2>(p.kd, a, x, xs, c, out_cstep, mr, np, epi);
+    tile<2>(p.kd, a, x, xs, c, out_cstep, mr, np, rq, epi);
   } else {
-    tile<1>(p.kd, a, x, xs, c, out_cstep, mr, np, epi);
+    tile<1>(p.kd, a, x, xs, c, out_cstep, mr, np, rq, epi);
   }
 }
 
 // The quads filled by `fill(t, n)` on thread t of n, then every (panel, group) tile.
-template <class Fill>
-void run_tiles(const ConvGeometry& g, const void* packed, int8_t* quads, float* out, size_t out_cstep,
+template <class Out, class Fill>
+void run_tiles(const ConvGeometry& g, const void* packed, int8_t* quads, Out* out, size_t out_cstep, float out_scale,
                int threads, Fill&& fill) {
   const Plan p(g);
   const size_t ngroups = p.group_count();
+  const i8::Requant rq = i8::requant_of(g.act, out_scale);
   gemm::with_epilogue(g.act, [&](const auto& epi) {
     parallel_region(threads, [&] {
       const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
@@ -282,33 +316,48 @@ void run_tiles(const ConvGeometry& g, const void* packed, int8_t* quads, float* 
 #pragma omp barrier
       const size_t total = static_cast<size_t>(p.panels) * ngroups;
       for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
-        panel_group(g, p, packed, static_cast<int>(i / ngroups), i % ngroups, quads, out, out_cstep, epi);
+        panel_group(g, p, packed, static_cast<int>(i / ngroups), i % ngroups, quads, out, out_cstep, rq, epi);
       }
     });
   });
 }
 
-void run_pointwise(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale,
-                   float* out, size_t out_cstep, const KernelContext& ctx) {
+// f(in, out) on the operands as their types.
+template <class F>
+void with_operands(const I8Operands& io, F&& f) {
+  if (io.in_i8) {
+    const int8_t* in = static_cast<const int8_t*>(io.in);
+    if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
+    return f(in, static_cast<float*>(io.out));
+  }
+  const float* in = static_cast<const float*>(io.in);
+  if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
+  f(in, static_cast<float*>(io.out));
+}
+
+void run_pointwise(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
   const Plan p(g);
   int8_t* quads = static_cast<int8_t*>(ctx.workspace);
   const size_t blocks = p.padded / kBlock;
-  run_tiles(g, packed, quads, out, out_cstep, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
-    quantize_pointwise(p, in, in_cstep, in_scale, blocks * t / n * kBlock, blocks * (t + 1) / n * kBlock, quads);
+  with_operands(io, [&](const auto* in, auto* out) {
+    run_tiles(g, packed, quads, out, io.out_cstep, io.out_scale, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
+      fill_pointwise(p, in, io.in_cstep, io.in_scale, blocks * t / n * kBlock, blocks * (t + 1) / n * kBlock, quads);
+    });
   });
 }
 
-void run_im2col(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale,
-                float* out, size_t out_cstep, const KernelContext& ctx) {
+void run_im2col(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
   const Plan p(g);
   int8_t* quads = static_cast<int8_t*>(ctx.workspace);
   int8_t* planes = quads + p.quad_bytes();
-  run_tiles(g, packed, quads, out, out_cstep, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
-    const int c0 = static_cast<int>(g.in_c * t / n), c1 = static_cast<int>(g.in_c * (t + 1) / n);
-    quantize_planes(g, p, in, in_cstep, in_scale, c0, c1, planes);
-    if (t == 0) std::memset(planes + static_cast<size_t>(g.in_c) * p.hp * p.wp, 0, kPlaneSlack);
+  with_operands(io, [&](const auto* in, auto* out) {
+    run_tiles(g, packed, quads, out, io.out_cstep, io.out_scale, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
+      const int c0 = static_cast<int>(g.in_c * t / n), c1 = static_cast<int>(g.in_c * (t + 1) / n);
+      fill_planes(g, p, in, io.in_cstep, io.in_scale, c0, c1, planes);
+      if (t == 0) std::memset(planes + static_cast<size_t>(g.in_c) * p.hp * p.wp, 0, kPlaneSlack);
 #pragma omp barrier
-    gather_quads(g, p, planes, p.kd * t / n, p.kd * (t + 1) / n, quads);
+      gather_quads(g, p, planes, p.kd * t / n, p.kd * (t + 1) / n, quads);
+    });
   });
 }
 
@@ -316,11 +365,11 @@ void run_im2col(const ConvGeometry& g, const void* packed, const float* in, size
 
 const I8ConvKernel kI8Conv1x1_8x12_NeonDot = {
     "i8_conv1x1_8x12_neondot", Isa::kNeon, true, supports_pointwise, packed_bytes, pack, workspace_bytes,
-    no_workspace,              run_pointwise,
+    no_workspace, run_on_floats<run_pointwise>, run_pointwise,
 };
 const I8ConvKernel kI8ConvIm2col_8x12_NeonDot = {
     "i8_conv_im2col_8x12_neondot", Isa::kNeon, true, supports_im2col, packed_bytes, pack, workspace_bytes,
-    no_workspace,                  run_im2col,
+    no_workspace, run_on_floats<run_im2col>, run_im2col,
 };
 
 }  // namespace kestrel::kernels::arm

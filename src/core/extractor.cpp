@@ -379,6 +379,24 @@ Status ExtractorImpl::run(const std::vector<int>& targets) {
   return Status::Ok();
 }
 
+// A planar fp32 copy of blob b's map: blocked or halves converted, an int8 map
+// (core/net_int8.cpp) dequantized (q / scale).
+Mat ExtractorImpl::fp32_copy(const Mat& m, int b) const {
+  if (!m.i8) return convert_packing(m, 1, memory_);
+  Shape s = m.shape();
+  s.i8 = false;
+  Mat f;
+  if (!f.create(s, memory_)) return f;
+  const float scale = net_->blob_int8_scale[b];
+  const size_t plane = static_cast<size_t>(m.w) * m.h * m.d * m.elempack;
+  for (int q = 0; q < m.c; ++q) {
+    const int8_t* src = reinterpret_cast<const int8_t*>(m.channel(q));
+    float* dst = f.channel(q);
+    for (size_t i = 0; i < plane; ++i) dst[i] = src[i] / scale;
+  }
+  return f;
+}
+
 Status ExtractorImpl::extract(const std::string& name, Mat& out) {
   out.release();
   Status s = check_loaded();
@@ -398,11 +416,11 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
   // A blob kept blocked between kernels (Option::blocked_layout) goes out planar, and
   // one kept as halves between fp16 layers (core/net_half.cpp) as fp32.
   auto hand_out = [&](const Mat& m) {
-    if (m.elempack == 1 && !m.f16) {
+    if (m.elempack == 1 && !m.f16 && !m.i8) {
       out = m;
       return Status::Ok();
     }
-    out = convert_packing(m, 1, memory_);
+    out = fp32_copy(m, b);
     if (out.data != nullptr) return Status::Ok();
     return Status(ErrorCode::kOutOfMemory, "cannot allocate the planar copy of blob '" + name + "'");
   };
@@ -432,7 +450,7 @@ Status ExtractorImpl::extract(const std::string& name, Mat& out) {
     return Status::Ok();
   }
   const Mat& m = blobs_[b];
-  out = m.elempack == 1 && !m.f16 ? m.clone(memory_) : convert_packing(m, 1, memory_);
+  out = m.elempack == 1 && !m.f16 && !m.i8 ? m.clone(memory_) : fp32_copy(m, b);
   drop_computed();
   if (out.data == nullptr) {
     return Status(ErrorCode::kOutOfMemory, "cannot allocate a copy of blob '" + name + "'");

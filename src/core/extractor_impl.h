@@ -50,6 +50,7 @@ class ExtractorImpl {
   bool is_target(int b, const std::vector<int>& targets) const;
   void drop_blob(int b);
   void drop_computed();
+  Mat fp32_copy(const Mat& m, int b) const;
   bool light() const { return opt_.light_mode || opt_.memory == MemoryStrategy::kPlan; }
 
   std::shared_ptr<const NetImpl> net_;

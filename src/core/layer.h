@@ -113,6 +113,13 @@ class Layer {
   // dry_run: only asks. May throw std::bad_alloc (weights packed again).
   virtual bool set_half(int /*in_pack*/, int /*out_pack*/, bool /*dry_run*/) { return false; }
 
+  // int8 maps (core/net_int8.cpp): re-targets a layer that computes in int8
+  // (computes_int8) to read inputs[0] as an int8 map (in_i8; its values quantize_i8's at
+  // the layer's input scale) and to write outputs[0] as one requantized for out_scale
+  // (> 0; 0: fp32; kernels/i8_reference.h). False, nothing changed, where it has no such
+  // path. dry_run: only asks.
+  virtual bool set_int8_maps(bool /*in_i8*/, float /*out_scale*/, bool /*dry_run*/) { return false; }
+
   // True if forward() never reads inputs[i]'s values and prepare() took only its height
   // and width from it, which a blocked layout leaves as they are (PriorBox and its
   // feature map): such a reader lets the Net block that input.

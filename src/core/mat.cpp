@@ -64,7 +64,7 @@ size_t Shape::cstep() const {
   size_t plane = 0;
   if (!checked_mul({size_t(w), size_t(h), size_t(d), size_t(elempack)}, &plane)) return 0;
   if (plane > std::numeric_limits<size_t>::max() / sizeof(float) - kAlignment) return 0;
-  const size_t plane_bytes = plane * (f16 ? 2 : sizeof(float));
+  const size_t plane_bytes = plane * (i8 ? 1 : f16 ? 2 : sizeof(float));
   // Channels start on kAlignment so that kernels can use aligned vector loads per channel.
   if (dims >= 3) return align_up(plane_bytes, kAlignment) / sizeof(float);
   return align_up(plane_bytes, sizeof(float)) / sizeof(float);
@@ -90,7 +90,8 @@ size_t Shape::total() const {
 }
 
 bool Shape::operator==(const Shape& o) const {
-  return dims == o.dims && w == o.w && h == o.h && d == o.d && c == o.c && elempack == o.elempack && f16 == o.f16;
+  return dims == o.dims && w == o.w && h == o.h && d == o.d && c == o.c && elempack == o.elempack && f16 == o.f16 &&
+         i8 == o.i8;
 }
 
 Mat Mat::external(const Shape& shape, float* data, size_t cstep) {
@@ -103,6 +104,7 @@ Mat Mat::external(const Shape& shape, float* data, size_t cstep) {
   m.c = shape.c;
   m.elempack = shape.elempack;
   m.f16 = shape.f16;
+  m.i8 = shape.i8;
   m.cstep = cstep ? cstep : shape.cstep();
   return m;
 }
@@ -129,6 +131,7 @@ void Mat::copy_fields(const Mat& m) {
   c = m.c;
   elempack = m.elempack;
   f16 = m.f16;
+  i8 = m.i8;
   cstep = m.cstep;
 }
 
@@ -181,6 +184,7 @@ bool Mat::create(const Shape& shape, Allocator* a) {
   c = shape.c;
   elempack = shape.elempack;
   f16 = shape.f16;
+  i8 = shape.i8;
   cstep = shape.cstep();
   return true;
 }
@@ -197,6 +201,7 @@ void Mat::release() {
   w = h = d = c = 0;
   elempack = 1;
   f16 = false;
+  i8 = false;
   cstep = 0;
 }
 
@@ -207,7 +212,7 @@ Mat Mat::clone(Allocator* a) const {
   if (cstep == m.cstep) {
     std::memcpy(m.data, data, total() * sizeof(float));
   } else {
-    const size_t plane_bytes = size_t(w) * h * d * elempack * (f16 ? 2 : sizeof(float));
+    const size_t plane_bytes = size_t(w) * h * d * elempack * (i8 ? 1 : f16 ? 2 : sizeof(float));
     for (int q = 0; q < c; ++q) std::memcpy(m.channel(q), channel(q), plane_bytes);
   }
   return m;
@@ -223,7 +228,10 @@ void Mat::fill(float v) {
 
 Mat Mat::reshape(const Shape& s) const {
   Mat m;
-  if (data == nullptr || s.total() != shape().total() || s.elempack != 1 || elempack != 1 || f16 || s.f16) return m;
+  if (data == nullptr || s.total() != shape().total() || s.elempack != 1 || elempack != 1 || f16 || s.f16 || i8 ||
+      s.i8) {
+    return m;
+  }
   const size_t plane = size_t(w) * h * d;
   const bool dense = dims <= 2 || c == 1 || cstep == plane;
   const bool dense_target = s.dims <= 2 || s.c == 1 || s.cstep() == size_t(s.w) * s.h * s.d;
@@ -241,7 +249,7 @@ Mat Mat::reshape(const Shape& s) const {
 Mat convert_packing(const Mat& src, int elempack, Allocator* a) {
   Mat dst;
   const bool valid_pack = elempack == 1 || elempack == 4 || elempack == 8 || elempack == 16;
-  if (src.data == nullptr || !valid_pack || src.dims < 3) return dst;
+  if (src.data == nullptr || !valid_pack || src.dims < 3 || src.i8) return dst;
   const int channels = src.channels();
   if (channels % elempack != 0) return dst;
   Shape s = src.shape();

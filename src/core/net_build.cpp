@@ -10,6 +10,7 @@
 #include "core/half.h"
 #include "core/net_fuse.h"
 #include "core/net_half.h"
+#include "core/net_int8.h"
 #include "core/net_layout.h"
 #include "core/net_precision.h"
 #include "core/net_impl.h"
@@ -520,6 +521,8 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = check_precision_overrides(net, opt)).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
   if (!(s = oom_names("checking row counts", [&] { return check_data_dependent_rows(net); })).ok()) return s;
+  s = oom_names("choosing int8 maps", [&] { return opt.int8_maps ? choose_int8_maps(net) : Status::Ok(); });
+  if (!s.ok()) return s;
   s = oom_names("choosing layouts", [&] {
     if (opt.kernels == KernelSet::kFast) {
       Status hs = choose_half_maps(net);

@@ -56,7 +56,10 @@ bool set_layers(const NetImpl& net, const std::vector<int>& blobs, std::vector<i
   };
   for (int b : blobs) {
     if (net.is_input[b] || net.is_output[b] || net.consumers[b].empty()) return false;
-    if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1 || net.blob_shapes[b].f16) return false;
+    if (net.blob_shapes[b].dims != 3 || net.blob_shapes[b].elempack != 1 || net.blob_shapes[b].f16 ||
+        net.blob_shapes[b].i8) {
+      return false;
+    }
     const NetLayer& p = net.layers[net.producer[b]];
     if (retargetable(net, p)) {
       add(net.producer[b]);

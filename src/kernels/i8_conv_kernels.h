@@ -5,7 +5,8 @@
 //
 // A kernel reads the fp32 input map and quantizes it with the layer's input scale as it
 // packs it (quantize_i8's rounding and saturation), so an int8 layer after an fp32 one
-// costs no separate pass over its input.
+// costs no separate pass over its input. Kernels with run_maps also read and write int8
+// maps (Shape::i8), which flow between consecutive int8 layers (core/net_int8.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,23 @@
 #include "kernels/kernel_context.h"
 
 namespace kestrel::kernels {
+
+// Operands of I8ConvKernel::run_maps, planar (channel c at in + c * in_cstep elements:
+// floats, or bytes where the map is int8):
+// - the input: fp32, quantized with in_scale as it is read; or an int8 map (in_i8),
+//   quantize_i8's values at in_scale already;
+// - the output: fp32; or, where out_scale > 0 (the reading layer's input scale), an int8
+//   map: the sums requantized in one step (conv_reference_i8's int8 outputs; g.act one of
+//   i8_output_activation's).
+struct I8Operands {
+  const void* in = nullptr;
+  size_t in_cstep = 0;
+  bool in_i8 = false;
+  float in_scale = 0.f;
+  void* out = nullptr;
+  size_t out_cstep = 0;
+  float out_scale = 0.f;
+};
 
 struct I8ConvKernel {
   const char* name;  // what it computes, its tile and ISA: "i8_conv1x1_32x12_avx512vnni"
@@ -40,7 +58,23 @@ struct I8ConvKernel {
   // on ctx.num_threads.
   void (*run)(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale,
               float* out, size_t out_cstep, const KernelContext& ctx);
+  // As run, on any mix of fp32 and int8 maps; nullptr where the kernel takes fp32 maps
+  // only.
+  void (*run_maps)(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx);
 };
+
+// I8ConvKernel::run of a kernel whose run_maps takes every mix of maps: its fp32 case.
+template <void (*RunMaps)(const ConvGeometry&, const void*, const I8Operands&, const KernelContext&)>
+void run_on_floats(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale,
+                   float* out, size_t out_cstep, const KernelContext& ctx) {
+  I8Operands io;
+  io.in = in;
+  io.in_cstep = in_cstep;
+  io.in_scale = in_scale;
+  io.out = out;
+  io.out_cstep = out_cstep;
+  RunMaps(g, packed, io, ctx);
+}
 
 // The geometries the one-pass int8 depthwise kernels take (x86 i8_dwconv_16_avx512,
 // NEON i8_dwconv_8x2_neon): planar, K x K, stride 1 or 2 alike in both directions, no

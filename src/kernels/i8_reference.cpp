@@ -15,6 +15,28 @@ int8_t quantize_i8(float x, float scale) {
   return static_cast<int8_t>(r);
 }
 
+bool i8_output_activation(const ActivationSpec& act) {
+  using T = fb::ActivationType;
+  return act.type == T::None || act.type == T::ReLU || act.type == T::Clip || act.type == T::LeakyReLU;
+}
+
+void i8_output_bounds(const ActivationSpec& act, float out_scale, int* lo, int* hi) {
+  *lo = -kI8Max;
+  *hi = kI8Max;
+  if (act.type == fb::ActivationType::ReLU) *lo = 0;
+  if (act.type == fb::ActivationType::Clip) {
+    *lo = quantize_i8(act.alpha, out_scale);
+    *hi = quantize_i8(act.beta, out_scale);
+  }
+}
+
+int8_t requantize_i8(int32_t sum, float m, float c, const ActivationSpec& act, int lo, int hi) {
+  float v = std::fma(static_cast<float>(sum), m, c);
+  if (act.type == fb::ActivationType::LeakyReLU && !(v > 0.f)) v *= act.alpha;
+  const int q = quantize_i8(v, 1.f);
+  return static_cast<int8_t>(std::min(hi, std::max(lo, q)));
+}
+
 void quantize_i8(const float* x, int8_t* q, size_t n, float scale) {
   for (size_t i = 0; i < n; ++i) q[i] = quantize_i8(x[i], scale);
 }
@@ -31,22 +53,27 @@ void quantize_rows_i8(const float* w, size_t rows, size_t n, int8_t* q, float* s
 namespace {
 
 // int32 sums of int8 products, then the per-channel dequantization, the bias and the
-// activation in fp32, and an int8 or fp32 store (i8_reference.h).
-template <class Out>
-struct I8Accumulation {
+// activation in fp32 (an fp32 output), or the one-step requantization (an int8 output;
+// i8_reference.h).
+struct I8ToFloat {
+  const ActivationSpec& act;
+  const float* dequant;
+  int32_t start(const float*) const { return 0; }
+  int32_t add(int32_t sum, int8_t w, int8_t x) const { return sum + static_cast<int32_t>(w) * x; }
+  float finish(int32_t sum, const float* b, int oc) const {
+    return activate(static_cast<float>(sum) * dequant[oc] + *b, act);
+  }
+};
+
+struct I8ToInt8 {
   const ActivationSpec& act;
   const float* dequant;
   float out_scale;
+  int lo, hi;
   int32_t start(const float*) const { return 0; }
   int32_t add(int32_t sum, int8_t w, int8_t x) const { return sum + static_cast<int32_t>(w) * x; }
-  Out finish(int32_t sum, const float* b, int oc) const {
-    const float scaled = static_cast<float>(sum) * dequant[oc];
-    const float y = activate(scaled + *b, act);
-    if constexpr (sizeof(Out) == 1) {
-      return quantize_i8(y, out_scale);
-    } else {
-      return y;
-    }
+  int8_t finish(int32_t sum, const float* b, int oc) const {
+    return requantize_i8(sum, dequant[oc] * out_scale, *b * out_scale, act, lo, hi);
   }
 };
 
@@ -56,11 +83,12 @@ void conv_reference_i8(const ConvGeometry& g, const int8_t* weight, const float*
                        const int8_t* in, size_t in_cstep, float out_scale, int8_t* out_i8, float* out_f32,
                        size_t out_cstep, int num_threads) {
   if (out_scale > 0.f) {
+    int lo = 0, hi = 0;
+    i8_output_bounds(g.act, out_scale, &lo, &hi);
     conv_reference_loop(g, weight, bias, in, in_cstep, out_i8, out_cstep, num_threads,
-                        I8Accumulation<int8_t>{g.act, dequant, out_scale});
+                        I8ToInt8{g.act, dequant, out_scale, lo, hi});
   } else {
-    conv_reference_loop(g, weight, bias, in, in_cstep, out_f32, out_cstep, num_threads,
-                        I8Accumulation<float>{g.act, dequant, 0.f});
+    conv_reference_loop(g, weight, bias, in, in_cstep, out_f32, out_cstep, num_threads, I8ToFloat{g.act, dequant});
   }
 }
 

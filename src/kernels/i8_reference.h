@@ -8,11 +8,18 @@
 //   the default rounding mode), NaN to 0;
 // - a convolution's weights have one scale per output channel, 127 / max |w| over the
 //   channel (1 for a channel of zeros), so each channel uses the whole range;
-// - a convolution sums q_in * q_w exactly in int32, then per output channel oc
-//   y = float(sum) * dequant[oc] + bias[oc], dequant[oc] = 1 / (in_scale * w_scale[oc]),
-//   as a multiply and then an add (two roundings, no fma: the kernels do the same), its
-//   activation in fp32 (activate), and stores y (an fp32 output) or sat(rne(y *
-//   out_scale)) (an int8 output: out_scale is the reading layer's input scale).
+// - a convolution sums q_in * q_w exactly in int32, then per output channel oc:
+//   - an fp32 output: y = float(sum) * dequant[oc] + bias[oc], dequant[oc] = 1 /
+//     (in_scale * w_scale[oc]), as a multiply and then an add (two roundings, no fma: the
+//     kernels do the same), then its activation in fp32 (activate);
+//   - an int8 output (an int8 map, read by a layer whose input scale is out_scale s):
+//     requantized in one step, ncnn's way, v = fma(float(sum), dequant[oc] * s,
+//     bias[oc] * s) (the two factors rounded to floats first), the activation in that
+//     scaled domain (LeakyReLU: v > 0 ? v : v * alpha; ReLU and Clip as the bounds
+//     below), q = rne(v) saturated to [lo, hi]: [-127, 127], narrowed by ReLU to 0 and
+//     by Clip to rne(alpha * s) and rne(beta * s) (rounding is monotonic, so clamping
+//     before or after it is the same). Other activations are not homogeneous: a layer
+//     with one writes fp32 (i8_output_activation).
 // Sums of up to kMaxProducts products cannot overflow int32 (127 * 127 * 133,144 <
 // 2^31); a layer with more input taps per output stays fp32.
 #pragma once
@@ -29,6 +36,15 @@ constexpr size_t kMaxProducts = 133144;
 
 // sat(rne(x * scale)).
 int8_t quantize_i8(float x, float scale);
+
+// True if an int8 output can follow activation `act` (None, ReLU, Clip, LeakyReLU).
+bool i8_output_activation(const ActivationSpec& act);
+
+// The int8 output's bounds [lo, hi] for `act` at out_scale (above).
+void i8_output_bounds(const ActivationSpec& act, float out_scale, int* lo, int* hi);
+
+// An int8 output from its int32 sum, m = dequant * out_scale, c = bias * out_scale.
+int8_t requantize_i8(int32_t sum, float m, float c, const ActivationSpec& act, int lo, int hi);
 void quantize_i8(const float* x, int8_t* q, size_t n, float scale);
 
 // Per output channel of `rows` rows of `n` weights: scales[r] = 127 / max |w| (1 for a
@@ -37,8 +53,8 @@ void quantize_rows_i8(const float* w, size_t rows, size_t n, int8_t* q, float* s
 
 // The int8 convolution oracle on planar operands (channel c at in + c * in_cstep
 // bytes), the padding reading zeros; `dequant` has out_c entries, `bias` out_c or
-// nullptr; g.act is applied in fp32. out_scale > 0: int8 outputs (out_i8), else fp32
-// outputs (out_f32). Threads split output channels, so the result does not depend on
+// nullptr. out_scale > 0: int8 outputs (out_i8; g.act one of i8_output_activation's),
+// else fp32 outputs (out_f32). Threads split output channels, so the result does not depend on
 // num_threads.
 void conv_reference_i8(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias,
                        const int8_t* in, size_t in_cstep, float out_scale, int8_t* out_i8, float* out_f32,

@@ -37,8 +37,11 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
   g_ = g;
   bias_ = bias;
   in_scale_ = in_scale;
+  in_i8_ = false;
+  out_scale_ = 0.f;
   i8_kernel_ = nullptr;
   float_kernel_ = nullptr;
+  maps_ = false;
   chunks_.clear();
   packed_.release();
   workspace_bytes_ = per_thread_bytes_ = 0;
@@ -56,6 +59,7 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
       if (!s.ok()) return s;
       k->pack(g, w8_.data(), dequant_.data(), bias, packed_.data);
       i8_kernel_ = k;
+      maps_ = k->run_maps != nullptr;
       workspace_bytes_ = k->workspace_bytes(g);
       per_thread_bytes_ = k->workspace_per_thread_bytes(g);
       std::snprintf(name_, sizeof name_, "%s", k->name);
@@ -67,6 +71,15 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
       Status s = g.is_depthwise() ? prepare_chunks(g) : prepare_floats(g);
       if (!s.ok() || float_kernel_ || !chunks_.empty()) return s;
     }
+  }
+  // The oracle takes int8 maps where the fast set's route for g does (a fast Int8Conv
+  // prepared to ask), so that both sets keep the same maps and compute the same numbers.
+  maps_ = true;
+  if (set != KernelSet::kFast) {
+    Int8Conv fast;
+    Status s = fast.prepare(g, weight, bias, in_scale, KernelSet::kFast);
+    if (!s.ok()) return s;
+    maps_ = fast.maps_;
   }
   workspace_bytes_ = static_cast<size_t>(g.in_c) * g.in_h * g.in_w;
   std::snprintf(name_, sizeof name_, "i8_conv_reference");
@@ -148,6 +161,49 @@ void Int8Conv::dequantize(float* out, size_t out_cstep, int first, int count) co
     float* y = out + o * out_cstep;
     mk.dequantize(y, y, plane, dequant_[o], bias_ ? bias_[o] : 0.f, g_.act);
   }
+}
+
+bool Int8Conv::set_maps(bool in_i8, float out_scale, bool dry_run) {
+  const bool oracle = !i8_kernel_ && !float_kernel_ && chunks_.empty();
+  if (!maps_ || (out_scale > 0.f && !kernels::i8_output_activation(g_.act))) return false;
+  if (dry_run) return true;
+  in_i8_ = in_i8;
+  out_scale_ = out_scale;
+  // The oracle reads an int8 input where it is, and needs no scratch for it.
+  if (oracle && in_i8) workspace_bytes_ = 0;
+  return true;
+}
+
+void Int8Conv::forward(const Mat& in, Mat& out, const ForwardContext& ctx) const {
+  if (!in_i8_ && out_scale_ <= 0.f) {
+    forward(in.data, in.cstep, out.data, out.cstep, ctx);
+    return;
+  }
+  // Mat::cstep counts 4-byte units; an int8 map's operands count bytes.
+  const size_t in_cstep = in.cstep * (in_i8_ ? sizeof(float) : 1);
+  const size_t out_cstep = out.cstep * (out_scale_ > 0.f ? sizeof(float) : 1);
+  if (i8_kernel_) {
+    kernels::I8Operands io;
+    io.in = in.data;
+    io.in_cstep = in_cstep;
+    io.in_i8 = in_i8_;
+    io.in_scale = in_scale_;
+    io.out = out.data;
+    io.out_cstep = out_cstep;
+    io.out_scale = out_scale_;
+    i8_kernel_->run_maps(g_, packed_.data, io, kernel_context(ctx));
+    return;
+  }
+  const int8_t* q = reinterpret_cast<const int8_t*>(in.data);
+  size_t q_cstep = in_cstep;
+  if (!in_i8_) {
+    int8_t* w = static_cast<int8_t*>(ctx.workspace);
+    q_cstep = static_cast<size_t>(g_.in_h) * g_.in_w;
+    for (int c = 0; c < g_.in_c; ++c) kernels::quantize_i8(in.data + c * in.cstep, w + c * q_cstep, q_cstep, in_scale_);
+    q = w;
+  }
+  kernels::conv_reference_i8(g_, w8_.data(), dequant_.data(), bias_, q, q_cstep, out_scale_,
+                             reinterpret_cast<int8_t*>(out.data), out.data, out_cstep, ctx.num_threads);
 }
 
 void Int8Conv::forward(const float* in, size_t in_cstep, float* out, size_t out_cstep,

@@ -32,12 +32,18 @@ class Int8Conv {
   Status prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
                  KernelSet set);
 
+  // Int8 maps (Shape::i8, core/net_int8.cpp): re-targets the route to read an int8
+  // input (in_i8) and to write an int8 output requantized for out_scale (> 0; 0: fp32;
+  // kernels/i8_reference.h). False, nothing changed, where the route has no such path
+  // (the exact fp32 routes, int8 kernels without run_maps, and an int8 output after an
+  // activation not i8_output_activation's). dry_run: only asks.
+  bool set_maps(bool in_i8, float out_scale, bool dry_run);
+
   // The fp32 input (g's shape, planar, channel c at in + c * in_cstep) to the fp32
-  // output (channel o at out + o * out_cstep); no allocation.
+  // output (channel o at out + o * out_cstep); no allocation. Not after set_maps.
   void forward(const float* in, size_t in_cstep, float* out, size_t out_cstep, const ForwardContext& ctx) const;
-  void forward(const Mat& in, Mat& out, const ForwardContext& ctx) const {
-    forward(in.data, in.cstep, out.data, out.cstep, ctx);
-  }
+  // The maps as set_maps set them (fp32 where it was not called); no allocation.
+  void forward(const Mat& in, Mat& out, const ForwardContext& ctx) const;
 
   const char* kernel_name() const { return name_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
@@ -64,6 +70,9 @@ class Int8Conv {
   kernels::ConvGeometry g_;
   const float* bias_ = nullptr;
   float in_scale_ = 0.f;
+  bool maps_ = false;      // the route takes int8 maps (set_maps)
+  bool in_i8_ = false;     // set_maps: the input is an int8 map
+  float out_scale_ = 0.f;  // and the output one, at this scale
   std::vector<int8_t> w8_;      // the oracle's weights, [out][taps]
   std::vector<float> dequant_;  // 1 / (input scale * weight scale), per output channel
   const kernels::I8ConvKernel* i8_kernel_ = nullptr;

@@ -186,6 +186,12 @@ class Convolution final : public Layer {
     return true;
   }
 
+  bool set_int8_maps(bool in_i8, float out_scale, bool dry_run) override {
+    if (!i8_ || !int8_.set_maps(in_i8, out_scale, dry_run)) return false;
+    if (!dry_run) workspace_bytes = int8_.workspace_bytes();
+    return true;
+  }
+
   size_t packed_weight_bytes() const override {
     return (kernel_ || fc_kernel_ ? packed_.total() * sizeof(float) : 0) + widened_.held_bytes() +
            (i8_ ? int8_.held_bytes() : 0);

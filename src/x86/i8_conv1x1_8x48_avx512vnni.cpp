@@ -206,7 +206,7 @@ namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_8x48_Avx512Vnni = {
     "i8_conv1x1_8x48_avx512vnni", Isa::kAvx512, true, supports, packed_bytes, pack, workspace_bytes,
-    no_workspace,                 run,
+    no_workspace,                 run, nullptr,
 };
 
 }  // namespace kestrel::kernels::x86

@@ -332,11 +332,11 @@ namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni = {
     "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, true, supports_pointwise, packed_bytes, pack, workspace_bytes,
-    no_workspace,                  run_pointwise,
+    no_workspace,                  run_pointwise, nullptr,
 };
 const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni = {
     "i8_conv_im2col_32x12_avx512vnni", Isa::kAvx512, true, supports_im2col, packed_bytes, pack, workspace_bytes,
-    no_workspace,                      run_im2col,
+    no_workspace,                      run_im2col, nullptr,
 };
 
 }  // namespace kestrel::kernels::x86

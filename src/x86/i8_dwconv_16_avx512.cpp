@@ -194,11 +194,11 @@ namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8DwConv3x3_16_Avx512 = {
     "i8_dwconv3x3_16_avx512", Isa::kAvx512, false, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
-    workspace_per_thread_bytes<3>, run<3>,
+    workspace_per_thread_bytes<3>, run<3>, nullptr,
 };
 const I8ConvKernel kI8DwConv5x5_16_Avx512 = {
     "i8_dwconv5x5_16_avx512", Isa::kAvx512, false, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
-    workspace_per_thread_bytes<5>, run<5>,
+    workspace_per_thread_bytes<5>, run<5>, nullptr,
 };
 
 }  // namespace kestrel::kernels::x86

@@ -17,8 +17,9 @@ static void walk(i8dw::Walk<3, S> w, const float* weights, int steps) {
   float32x4_t wv[3];
   for (int i = 0; i < 3; ++i) wv[i] = vld1q_f32(weights + 4 * i);
   const float32x4_t dq = vdupq_n_f32(weights[12]), b = vdupq_n_f32(weights[13]);
+  const i8dw::Factors f{dq, b, dq, b, vdupq_n_s8(-127), vdupq_n_s8(127)};
   const Relu epi;
-  for (int i = 0; i < steps; ++i, w.advance()) i8dw::step(w, wv, dq, b, i8dw::kStep, epi);
+  for (int i = 0; i < steps; ++i, w.advance()) i8dw::step(w, wv, f, i8dw::kStep, epi);
 }
 
 extern "C" void mca_i8_dwconv3x3_s1_8x2(const i8dw::Walk<3, 1>& w, const float* weights, int steps) {

@@ -1,0 +1,133 @@
+// int8 maps (core/net_int8.cpp, Option::int8_maps) on a MobileNet whose blobs carry int8
+// scales (min-max over one input, written here so that the test needs no converter and
+// runs on every target): the fast kernels and the oracle keep the same maps and give the
+// same bits; a map kept as int8 is its writer's requantized bytes; and the network's
+// last int8 map differs from the fp32-maps one only by rounding.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conv_test_util.h"
+#include "core/net_impl.h"
+#include "kernel_test_util.h"
+#include "kernels/i8_conv_kernels.h"
+#include "kestrel/model_zoo.h"
+#include "kestrel/net.h"
+#include "mat_util.h"
+#include "test_util.h"
+
+namespace {
+
+// `bytes` with every blob's int8 scale 127 / max |x| over one inference on `in`.
+std::string with_minmax_scales(const std::string& bytes, const kestrel::Mat& in) {
+  kestrel::Net net;
+  REQUIRE(net.load(bytes.data(), bytes.size()).ok());
+  std::unique_ptr<kestrel::fb::ModelT> model(kestrel::fb::GetModel(bytes.data())->UnPack());
+  for (auto& blob : model->blobs) {
+    kestrel::Extractor ex = net.create_extractor();
+    REQUIRE(ex.input("data", in).ok());
+    kestrel::Mat m;
+    REQUIRE(ex.extract(blob->name, m).ok());
+    float top = 0.f;
+    for (int q = 0; q < std::max(1, m.c); ++q) {
+      const float* p = m.channel(q);
+      for (size_t i = 0; i < static_cast<size_t>(m.w) * m.h * m.d; ++i) top = std::max(top, std::fabs(p[i]));
+    }
+    blob->int8_scale = top > 0.f ? 127.f / top : 0.f;
+  }
+  model->quantization = std::make_unique<kestrel::fb::QuantizationT>();
+  model->quantization->scheme_version = kestrel::kInt8SchemeVersion;
+  flatbuffers::FlatBufferBuilder fbb;
+  kestrel::fb::FinishModelBuffer(fbb, kestrel::fb::Model::Pack(fbb, model.get()));
+  return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+}
+
+}  // namespace
+
+TEST_SUITE("precision") {
+  TEST_CASE("int8 maps: int8 layers hand each other bytes, the fast kernels and the oracle alike") {
+    const std::vector<uint8_t> raw = kestrel::mobilenet_v1({3, 64}).serialize();
+    const std::string bytes(raw.begin(), raw.end());
+    kestrel::Net fp32;
+    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
+    const kestrel::Mat calib = kt::random_input(fp32, "data", 1), in = kt::random_input(fp32, "data", 2);
+    const std::string quantized = with_minmax_scales(bytes, calib);
+    const kestrel::fb::Model* model = kestrel::fb::GetModel(quantized.data());
+    float scale = 0.f;
+    for (const auto* blob : *model->blobs()) {
+      if (blob->name()->str() == "conv5_1/dw") scale = blob->int8_scale();
+    }
+    REQUIRE(scale > 0.f);
+    // The last int8 layer's output (fp32 layers follow, whose fast kernels round their own
+    // way), or a map between two int8 layers (a depthwise layer's output, which a
+    // pointwise one reads); `ran` gets the kernels.
+    auto run = [&](kestrel::KernelSet kernels, int threads, bool maps, const char* blob,
+                   std::map<std::string, std::string>* ran = nullptr) {
+      kestrel::Net net;
+      net.option().precision = kestrel::Precision::kInt8;
+      net.option().kernels = kernels;
+      net.option().int8_maps = maps;
+      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
+      kestrel::Extractor ex = net.create_extractor();
+      ex.set_num_threads(threads);
+      if (ran) ex.set_observer([ran](const kestrel::LayerEvent& e) { (*ran)[e.layer_name] = e.kernel; });
+      REQUIRE(ex.input("data", in).ok());
+      kestrel::Mat m;
+      REQUIRE(ex.extract(blob ? blob : "conv6/sep", m).ok());
+      return m.clone();
+    };
+    // The oracle keeps the maps the fast kernels keep: the same numbers.
+    std::map<std::string, std::string> ran;
+    const kestrel::Mat want = run(kestrel::KernelSet::kReference, 1, true, nullptr);
+    const kestrel::Mat map = run(kestrel::KernelSet::kReference, 1, true, "conv5_1/dw");
+    for (int threads : {1, 3}) {
+      CAPTURE(threads);
+      CHECK(kt::same_plane_values(run(kestrel::KernelSet::kReference, threads, true, nullptr), want));
+      CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, threads, true, nullptr, &ran), want));
+      CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, threads, true, "conv5_1/dw"), map));
+    }
+    // The map is int8 where both routes around it take int8 maps: int8 kernels with
+    // I8ConvKernel::run_maps, and the oracle's (where no fast route exists: armv7).
+    auto takes_maps = [](const std::string& name) {
+      if (name == "i8_conv_reference") return true;
+      for (const auto* k : kestrel::kernels::i8_conv_kernels()) {
+        if (name == k->name) return k->run_maps != nullptr;
+      }
+      return false;
+    };
+    const bool int8_map = takes_maps(ran.at("conv5_1/dw")) && takes_maps(ran.at("conv5_1/sep"));
+    MESSAGE("conv5_1/dw (" << ran.at("conv5_1/dw") << " -> " << ran.at("conv5_1/sep") << "): "
+                           << (int8_map ? std::string("an int8 map") : std::string("an fp32 map")));
+    const kestrel::Mat fp32_map = run(kestrel::KernelSet::kReference, 1, false, "conv5_1/dw");
+    const kestrel::Mat fp32_maps = run(kestrel::KernelSet::kReference, 1, false, nullptr);
+    if (!int8_map) {
+      CHECK(kt::same_plane_values(map, fp32_map));
+      CHECK(kt::same_plane_values(want, fp32_maps));
+      return;
+    }
+    // Extracted, it is its bytes dequantized, q / scale (to a float's rounding), q in
+    // [0, 127] (a ReLU's); the fp32 map's values are not such multiples, and differ from
+    // them by a few steps (the maps before it are int8 too).
+    REQUIRE(map.c == fp32_map.c);
+    size_t not_bytes = 0, n = 0, far = 0, off_grid = 0;
+    for (int q = 0; q < map.c; ++q) {
+      for (int i = 0; i < map.w * map.h; ++i, ++n) {
+        const float y = map.channel(q)[i] * scale, x = fp32_map.channel(q)[i];
+        not_bytes += !(std::fabs(y - std::nearbyint(y)) < 1e-3f && y > -0.5f && y < 127.5f);
+        off_grid += std::fabs(x * scale - std::nearbyint(x * scale)) > 1e-3f;
+        far += std::fabs(map.channel(q)[i] - x) * scale > 8.f;
+      }
+    }
+    CHECK(not_bytes == 0);
+    CHECK(off_grid > n / 2);
+    CHECK(far == 0);
+    // With fp32 maps, the last map differs only by rounding.
+    const double e = kt::relative_error(want, fp32_maps);
+    MESSAGE("conv6/sep relative to fp32 maps: " << e);
+    CHECK(e < 0.1);
+  }
+}
