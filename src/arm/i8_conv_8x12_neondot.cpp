@@ -9,8 +9,9 @@
 // The accumulators hold four pixels of one output channel (the input quads are the
 // vector operand, the weight quads the indexed one), so a planar output is stored as it
 // is: float(sum) * dequant + bias (a multiply and an add, as conv_reference_i8 does),
-// the activation, an fp32 store, or (an int8 map, I8Operands) quantized and stored as
-// bytes. An int8 input map's rows are interleaved into the quads as they are.
+// the activation, an fp32 store; or (an int8 map, I8Operands) requantized in one fma
+// and stored as bytes (i8_reference.h). An int8 input map's rows are interleaved into
+// the quads as they are.
 //
 // Layouts
 //   packed  [panel][K / 4][8][4] s8: the panel's 8 channels' weight quads (tap 4q + i at
@@ -237,7 +238,8 @@ void gather_quads(const ConvGeometry& g, const Plan& p, const int8_t* planes, si
 // An 8 x 4NV tile over all quads: `a` the panel's weight quads, then its dequant
 // factors and biases; `x` the first pixel's quads (xs bytes from one quad to the next);
 // np (<= 4NV) pixels of mr (<= 8) channels stored at c (channels ldc elements apart):
-// floats, or bytes requantized by rq (an activation of i8_output_activation's).
+// floats, or bytes requantized by rq (an activation of i8_output_activation's: the
+// layer keeps other activations' outputs fp32, so kOther's byte tile is never run).
 template <int NV, class Out, class Epi>
 __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const int8_t* __restrict x, size_t xs,
                                     Out* c, size_t ldc, int mr, int np, const i8::Requant& rq, const Epi& epi) {
@@ -263,23 +265,23 @@ __attribute__((noinline)) void tile(size_t kd, const int8_t* __restrict a, const
     } else {
       for (int r = 0; r < mr; ++r) row(r, np);
     }
-    return;
-  }
-  // A short tile (the map's last pixels) goes through a stack tile.
-  const bool full = np == 4 * NV;
-  float spill[MR * 4 * NV];
-  float* dst = full ? reinterpret_cast<float*>(c) : spill;
-  const size_t ld = full ? ldc : 4 * NV;
-  unroll<MR>([&](auto r) KESTREL_I8_LAMBDA {
-    if (r >= mr) return;
-    const float32x4_t d = vdupq_n_f32(dq[r]), b = vdupq_n_f32(bias[r]);
-    unroll<NV>([&](auto j) KESTREL_I8_LAMBDA {
-      vst1q_f32(dst + r * ld + 4 * j, epi(vaddq_f32(vmulq_f32(vcvtq_f32_s32(acc[r][j]), d), b)));
+  } else {
+    // A short tile (the map's last pixels) goes through a stack tile.
+    const bool full = np == 4 * NV;
+    float spill[MR * 4 * NV];
+    float* dst = full ? c : spill;
+    const size_t ld = full ? ldc : 4 * NV;
+    unroll<MR>([&](auto r) KESTREL_I8_LAMBDA {
+      if (r >= mr) return;
+      const float32x4_t d = vdupq_n_f32(dq[r]), b = vdupq_n_f32(bias[r]);
+      unroll<NV>([&](auto j) KESTREL_I8_LAMBDA {
+        vst1q_f32(dst + r * ld + 4 * j, epi(vaddq_f32(vmulq_f32(vcvtq_f32_s32(acc[r][j]), d), b)));
+      });
     });
-  });
-  for (int r = 0; r < mr; ++r) {
-    if (!full) std::memcpy(reinterpret_cast<float*>(c) + r * ldc, spill + r * ld, np * sizeof(float));
-    i8::finish(epi, reinterpret_cast<float*>(c) + r * ldc, static_cast<size_t>(np));
+    for (int r = 0; r < mr; ++r) {
+      if (!full) std::memcpy(c + r * ldc, spill + r * ld, np * sizeof(float));
+      i8::finish(epi, c + r * ldc, static_cast<size_t>(np));
+    }
   }
 }
 
@@ -322,24 +324,11 @@ void run_tiles(const ConvGeometry& g, const void* packed, int8_t* quads, Out* ou
   });
 }
 
-// f(in, out) on the operands as their types.
-template <class F>
-void with_operands(const I8Operands& io, F&& f) {
-  if (io.in_i8) {
-    const int8_t* in = static_cast<const int8_t*>(io.in);
-    if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
-    return f(in, static_cast<float*>(io.out));
-  }
-  const float* in = static_cast<const float*>(io.in);
-  if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
-  f(in, static_cast<float*>(io.out));
-}
-
 void run_pointwise(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
   const Plan p(g);
   int8_t* quads = static_cast<int8_t*>(ctx.workspace);
   const size_t blocks = p.padded / kBlock;
-  with_operands(io, [&](const auto* in, auto* out) {
+  i8::with_operands(io, [&](const auto* in, auto* out) {
     run_tiles(g, packed, quads, out, io.out_cstep, io.out_scale, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
       fill_pointwise(p, in, io.in_cstep, io.in_scale, blocks * t / n * kBlock, blocks * (t + 1) / n * kBlock, quads);
     });
@@ -350,7 +339,7 @@ void run_im2col(const ConvGeometry& g, const void* packed, const I8Operands& io,
   const Plan p(g);
   int8_t* quads = static_cast<int8_t*>(ctx.workspace);
   int8_t* planes = quads + p.quad_bytes();
-  with_operands(io, [&](const auto* in, auto* out) {
+  i8::with_operands(io, [&](const auto* in, auto* out) {
     run_tiles(g, packed, quads, out, io.out_cstep, io.out_scale, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
       const int c0 = static_cast<int>(g.in_c * t / n), c1 = static_cast<int>(g.in_c * (t + 1) / n);
       fill_planes(g, p, in, io.in_cstep, io.in_scale, c0, c1, planes);

@@ -203,19 +203,9 @@ void run_typed(const ConvGeometry& g, const void* packed, const In* in, size_t i
 
 template <int K>
 void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
-  auto go = [&](const auto* in) {
-    if (io.out_scale > 0.f) {
-      run_typed<K>(g, packed, in, io.in_cstep, io.in_scale, static_cast<int8_t*>(io.out), io.out_cstep, io.out_scale,
-                   ctx);
-    } else {
-      run_typed<K>(g, packed, in, io.in_cstep, io.in_scale, static_cast<float*>(io.out), io.out_cstep, 0.f, ctx);
-    }
-  };
-  if (io.in_i8) {
-    go(static_cast<const int8_t*>(io.in));
-  } else {
-    go(static_cast<const float*>(io.in));
-  }
+  i8::with_operands(io, [&](const auto* in, auto* out) {
+    run_typed<K>(g, packed, in, io.in_cstep, io.in_scale, out, io.out_cstep, io.out_scale, ctx);
+  });
 }
 
 }  // namespace
