@@ -321,6 +321,9 @@ TEST_SUITE("kernels") {
         // pixels, 8-channel panels with a short last one.
         {24, 24, 1, 17, 19, 1, 1, 0, 0, Act::ReLU, true},    {5, 9, 1, 20, 20, 1, 1, 0, 0, Act::Sigmoid, true},
         {130, 70, 1, 16, 17, 1, 1, 0, 0, Act::Clip, false},  {33, 8, 1, 20, 16, 1, 1, 0, 0, Act::LeakyReLU, true},
+        // Depthwise rows of more than one 64-pixel step (150 = 2 x 64 + 16 + 6 outputs;
+        // 5x5 stride 2: 100 = 64 + 2 x 16 + 4).
+        {6, 6, 6, 5, 150, 3, 1, 1, 1, Act::Clip, true},      {5, 5, 5, 7, 200, 5, 2, 2, 1, Act::ReLU, false},
     };
     std::mt19937 rng(29);
     std::uniform_int_distribution<int> q8(-127, 127);

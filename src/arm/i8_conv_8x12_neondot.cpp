@@ -328,7 +328,7 @@ void run_pointwise(const ConvGeometry& g, const void* packed, const I8Operands& 
   const Plan p(g);
   int8_t* quads = static_cast<int8_t*>(ctx.workspace);
   const size_t blocks = p.padded / kBlock;
-  i8::with_operands(io, [&](const auto* in, auto* out) {
+  with_i8_operands(io, [&](const auto* in, auto* out) {
     run_tiles(g, packed, quads, out, io.out_cstep, io.out_scale, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
       fill_pointwise(p, in, io.in_cstep, io.in_scale, blocks * t / n * kBlock, blocks * (t + 1) / n * kBlock, quads);
     });
@@ -339,7 +339,7 @@ void run_im2col(const ConvGeometry& g, const void* packed, const I8Operands& io,
   const Plan p(g);
   int8_t* quads = static_cast<int8_t*>(ctx.workspace);
   int8_t* planes = quads + p.quad_bytes();
-  i8::with_operands(io, [&](const auto* in, auto* out) {
+  with_i8_operands(io, [&](const auto* in, auto* out) {
     run_tiles(g, packed, quads, out, io.out_cstep, io.out_scale, std::max(1, ctx.num_threads), [&](size_t t, size_t n) {
       const int c0 = static_cast<int>(g.in_c * t / n), c1 = static_cast<int>(g.in_c * (t + 1) / n);
       fill_planes(g, p, in, io.in_cstep, io.in_scale, c0, c1, planes);

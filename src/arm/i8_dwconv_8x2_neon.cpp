@@ -203,7 +203,7 @@ void run_typed(const ConvGeometry& g, const void* packed, const In* in, size_t i
 
 template <int K>
 void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
-  i8::with_operands(io, [&](const auto* in, auto* out) {
+  with_i8_operands(io, [&](const auto* in, auto* out) {
     run_typed<K>(g, packed, in, io.in_cstep, io.in_scale, out, io.out_cstep, io.out_scale, ctx);
   });
 }

@@ -33,20 +33,6 @@ inline Requant requant_of(const ActivationSpec& act, float scale) {
 template <class Epi>
 constexpr bool kScaledAct = std::is_same_v<Epi, gemm::Epilogue<gemm::Act::kLeaky>>;
 
-// f(in, out) with run_maps' operands (I8Operands) as their types: const float* or
-// const int8_t* in, float* or int8_t* out.
-template <class F>
-inline void with_operands(const I8Operands& io, F&& f) {
-  if (io.in_i8) {
-    const int8_t* in = static_cast<const int8_t*>(io.in);
-    if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
-    return f(in, static_cast<float*>(io.out));
-  }
-  const float* in = static_cast<const float*>(io.in);
-  if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
-  f(in, static_cast<float*>(io.out));
-}
-
 // Narrowed bytes clamped to the bounds.
 KESTREL_I8_NEON_INLINE int8x16_t clamp(int8x16_t q, const Requant& rq) {
   return vminq_s8(vmaxq_s8(q, rq.lo), rq.hi);

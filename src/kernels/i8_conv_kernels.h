@@ -36,6 +36,20 @@ struct I8Operands {
   float out_scale = 0.f;
 };
 
+// f(in, out) with run_maps' operands as their types: const float* or const int8_t* in,
+// float* or int8_t* out, so a kernel instantiates its loops once per mix.
+template <class F>
+inline void with_i8_operands(const I8Operands& io, F&& f) {
+  if (io.in_i8) {
+    const int8_t* in = static_cast<const int8_t*>(io.in);
+    if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
+    return f(in, static_cast<float*>(io.out));
+  }
+  const float* in = static_cast<const float*>(io.in);
+  if (io.out_scale > 0.f) return f(in, static_cast<int8_t*>(io.out));
+  f(in, static_cast<float*>(io.out));
+}
+
 struct I8ConvKernel {
   const char* name;  // what it computes, its tile and ISA: "i8_conv1x1_32x12_avx512vnni"
   Isa isa;

@@ -1,11 +1,16 @@
-// What the AVX-512 int8 kernels share: quantize_i8 on sixteen floats, and vpdpbusd with
-// a folded broadcast.
+// What the AVX-512 int8 kernels share: quantize_i8 on sixteen floats, vpdpbusd with a
+// folded broadcast, and the int8 maps' loads, requantization and stores (AVX-512F only:
+// vpmovsxbd and vpmovdb, no byte-masked moves, which need AVX-512BW).
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
+
+#include "kernels/i8_conv_kernels.h"
 
 #include "kernels/i8_reference.h"
+#include "x86/f32_gemm_x86.h"
 #include "x86/x86_kernels.h"
 #include "x86/x86_vec.h"
 
@@ -31,6 +36,48 @@ KESTREL_X86_INLINE __m512 quantize_i8x16(__m512 x, __m512 scale) {
 KESTREL_X86_INLINE __m512i dpbusd_broadcast(__m512i acc, __m512i u, const uint32_t* s) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*s));
   return acc;
+}
+
+// Sixteen bytes of an int8 map from p as int32 lanes. It reads 16 bytes whatever the
+// lanes used: maps are followed by kOverreadBytes, and the caller masks the others.
+KESTREL_X86_INLINE __m512i load_i8x16(const int8_t* p) {
+  return _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// An int8 output's requantization (kernels/i8_reference.h): per output channel the
+// factors of fma(float(sum), m, c), m = dequant * scale and c = bias * scale; the
+// bounds [lo, hi] of the activation once per layer, as floats.
+struct Requant16 {
+  float scale;
+  __m512 lo, hi;
+};
+inline Requant16 requant16_of(const ActivationSpec& act, float scale) {
+  int lo = 0, hi = 0;
+  i8_output_bounds(act, scale, &lo, &hi);
+  return {scale, _mm512_set1_ps(static_cast<float>(lo)), _mm512_set1_ps(static_cast<float>(hi))};
+}
+
+// requantize_i8 on sixteen sums held as integer-valued floats, up to its rounding: the
+// fma, LeakyReLU where Epi is it (the scaled domain; ReLU and Clip are the bounds), NaN
+// to 0, the clamp to [lo, hi]. store_i8x16 rounds to nearest even as it converts: the
+// clamp may come before the rounding, the bounds being integers.
+template <class Epi>
+KESTREL_X86_INLINE __m512 requantize_x16(__m512 sum, __m512 m, __m512 c, const Requant16& rq, const Epi& epi) {
+  __m512 v = _mm512_fmadd_ps(sum, m, c);
+  if constexpr (std::is_same_v<Epi, gemm::Epilogue<F32x16, gemm::Act::kLeaky>>) v = epi(v);
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+  return F32x16::min(rq.hi, F32x16::max(rq.lo, v));
+}
+
+// The first n (<= 16) of sixteen floats in [-127, 127] (requantize_x16's), rounded to
+// nearest even, as bytes at p.
+KESTREL_X86_INLINE void store_i8x16(int8_t* p, __m512 q, int n) {
+  const __m512i v = _mm512_maskz_cvt_roundps_epi32(0xFFFF, q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (n >= 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_maskz_cvtepi32_epi8(0xFFFF, v));
+  } else if (n > 0) {
+    _mm512_mask_cvtepi32_storeu_epi8(p, F32x16::lanes(n), v);
+  }
 }
 
 KESTREL_X86_NS_END

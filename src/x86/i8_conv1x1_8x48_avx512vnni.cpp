@@ -9,19 +9,21 @@
 // broadcast operand four weights of one channel (folded into the instruction); each
 // channel's sums start from -128 times the sum of its weights, which takes the offset
 // back out: conv_reference_i8's int32 sums (wrapping modulo 2^32, the true sum fits).
-// Then float(sum) * dequant + bias (a multiply and an add), the activation, the store.
+// Then float(sum) * dequant + bias (a multiply and an add), the activation, the store;
+// or, into an int8 map, the sums requantized in one fma (i8_avx512.h).
 //
 // Layouts
 //   packed  [panel][K / 4][8] dwords (four s8 weights of a channel, w[4q] in the low
 //           byte), then per panel 8 int32 start values, 8 dequant factors and 8 biases;
 //           missing channels zero
-//   quads   the input quantized: [K / 4][pixels] dwords (four u8, channel 4q in the low
-//           byte; a short last quad's missing channels 128, against zero weights), in
-//           the shared workspace
+//   quads   the input quantized (an fp32 map) or as it is (an int8 map): [K / 4][pixels]
+//           dwords (four u8, channel 4q in the low byte; a short last quad's missing
+//           channels 128, against zero weights), in the shared workspace
 // Threads quantize a share of the quads, then split the (panel, pixel tile) pairs.
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/i8_conv_kernels.h"
 #include "kernels/i8_reference.h"
@@ -100,9 +102,17 @@ size_t workspace_bytes(const ConvGeometry& g) {
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// Quads [q0, q1) of the planar input, quantized, offset and packed a dword a pixel.
-void quantize_quads(const Plan& p, const float* in, size_t cstep, float scale, size_t q0, size_t q1,
-                    uint32_t* quads) {
+// Sixteen pixels of an input channel as int32 lanes: quantized floats, or bytes.
+KESTREL_X86_INLINE __m512i load_ints(const float* in, __mmask16 m, __m512 s) {
+  // Exact integers in range: the conversion does not round.
+  return _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(_mm512_maskz_loadu_ps(m, in), s));
+}
+KESTREL_X86_INLINE __m512i load_ints(const int8_t* in, __mmask16, __m512) { return load_i8x16(in); }
+
+// Quads [q0, q1) of the planar input, quantized or read, offset and packed a dword a
+// pixel.
+template <class T>
+void fill_quads(const Plan& p, const T* in, size_t cstep, float scale, size_t q0, size_t q1, uint32_t* quads) {
   const __m512 s = _mm512_set1_ps(scale);
   const __m512i offset = _mm512_set1_epi32(kOffset);
   for (size_t q = q0; q < q1; ++q) {
@@ -112,10 +122,7 @@ void quantize_quads(const Plan& p, const float* in, size_t cstep, float scale, s
       __m512i d = _mm512_setzero_si512();
       for (size_t i = 0; i < 4; ++i) {
         const size_t c = 4 * q + i;
-        // Exact integers in range: the conversion does not round.
-        const __m512i v = c < p.k ? _mm512_maskz_cvttps_epi32(
-                                        0xFFFF, quantize_i8x16(_mm512_maskz_loadu_ps(m, in + c * cstep + px), s))
-                                  : _mm512_setzero_si512();
+        const __m512i v = c < p.k ? load_ints(in + c * cstep + px, m, s) : _mm512_setzero_si512();
         d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_add_epi32(v, offset), static_cast<unsigned>(8 * i)));
       }
       _mm512_mask_storeu_epi32(dst + px, m, d);
@@ -123,10 +130,27 @@ void quantize_quads(const Plan& p, const float* in, size_t cstep, float scale, s
   }
 }
 
+// A vector of one channel's sums out: fp32, or bytes requantized by rq (m and c the
+// channel's factors in place of dequant and bias).
+template <class Epi>
+KESTREL_X86_INLINE void store(float* dst, __m512i acc, __m512 d, __m512 b, int n, const Requant16&, const Epi& epi) {
+  const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc), d), b));
+  if (n >= W) {
+    _mm512_storeu_ps(dst, y);
+  } else if (n > 0) {
+    _mm512_mask_storeu_ps(dst, V::lanes(n), y);
+  }
+}
+template <class Epi>
+KESTREL_X86_INLINE void store(int8_t* dst, __m512i acc, __m512 m, __m512 c, int n, const Requant16& rq,
+                              const Epi& epi) {
+  store_i8x16(dst, requantize_x16(_mm512_maskz_cvtepi32_ps(0xFFFF, acc), m, c, rq, epi), n);
+}
+
 // An MR x (NVX * W) tile: channels r < mr, pixels j < nr of c (rows ldc apart).
-template <int NVX, class Epi>
+template <int NVX, class Out, class Epi>
 __attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, const uint32_t* __restrict x, size_t xs,
-                                    float* c, size_t ldc, int mr, int nr, const Epi& epi) {
+                                    Out* c, size_t ldc, int mr, int nr, const Requant16& rq, const Epi& epi) {
   const int32_t* start = reinterpret_cast<const int32_t*>(a + kq * MR);
   const float* dq = reinterpret_cast<const float*>(start + MR);
   const float* bias = dq + MR;
@@ -142,60 +166,56 @@ __attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, con
       static_for<NVX>([&](auto v) { acc[r][v] = dpbusd_broadcast(acc[r][v], xv[v], a + r); });
     });
   }
+  constexpr bool kBytes = std::is_same_v<Out, int8_t>;
   static_for<MR>([&](auto r) {
     if (r < mr) {
-      const __m512 d = _mm512_set1_ps(dq[r]), b = _mm512_set1_ps(bias[r]);
-      float* row = c + static_cast<size_t>(r) * ldc;
-      static_for<NVX>([&](auto v) {
-        const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc[r][v]), d), b));
-        const int n = nr - v * W;
-        if (n >= W) {
-          _mm512_storeu_ps(row + v * W, y);
-        } else if (n > 0) {
-          _mm512_mask_storeu_ps(row + v * W, V::lanes(n), y);
-        }
-      });
-      epi.finish(row, static_cast<size_t>(nr));
+      const __m512 d = _mm512_set1_ps(kBytes ? dq[r] * rq.scale : dq[r]);
+      const __m512 b = _mm512_set1_ps(kBytes ? bias[r] * rq.scale : bias[r]);
+      Out* row = c + static_cast<size_t>(r) * ldc;
+      static_for<NVX>([&](auto v) { store(row + v * W, acc[r][v], d, b, nr - v * W, rq, epi); });
+      if constexpr (!kBytes) epi.finish(row, static_cast<size_t>(nr));
     }
   });
 }
 
-template <class Epi>
+template <class Out, class Epi>
 void panel_tile(const ConvGeometry& g, const Plan& p, const void* packed, int panel, size_t t, const uint32_t* quads,
-                float* out, size_t out_cstep, const Epi& epi) {
+                Out* out, size_t out_cstep, const Requant16& rq, const Epi& epi) {
   const uint32_t* a = static_cast<const uint32_t*>(packed) + static_cast<size_t>(panel) * p.panel_dwords();
   const int mr = std::min(MR, g.out_c - panel * MR);
   const size_t px = t * NR;
   const int nr = static_cast<int>(std::min<size_t>(NR, p.pixels - px));
-  float* c = out + static_cast<size_t>(panel) * MR * out_cstep + px;
+  Out* c = out + static_cast<size_t>(panel) * MR * out_cstep + px;
   const uint32_t* x = quads + px;
   if (nr > 2 * W) {
-    tile<3>(p.kq, a, x, p.pixels, c, out_cstep, mr, nr, epi);
+    tile<3>(p.kq, a, x, p.pixels, c, out_cstep, mr, nr, rq, epi);
   } else if (nr > W) {
-    tile<2>(p.kq, a, x, p.pixels, c, out_cstep, mr, nr, epi);
+    tile<2>(p.kq, a, x, p.pixels, c, out_cstep, mr, nr, rq, epi);
   } else {
-    tile<1>(p.kq, a, x, p.pixels, c, out_cstep, mr, nr, epi);
+    tile<1>(p.kq, a, x, p.pixels, c, out_cstep, mr, nr, rq, epi);
   }
 }
 
-void run(const ConvGeometry& g, const void* packed, const float* in, size_t in_cstep, float in_scale, float* out,
-         size_t out_cstep, const KernelContext& ctx) {
+void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
   const Plan p(g);
   uint32_t* quads = static_cast<uint32_t*>(ctx.workspace);
   const size_t tiles = p.tiles();
-  gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
+  const Requant16 rq = requant16_of(g.act, io.out_scale);
+  with_i8_operands(io, [&](const auto* in, auto* out) {
+    gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
-    {
-      const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
-      quantize_quads(p, in, in_cstep, in_scale, p.kq * t / n, p.kq * (t + 1) / n, quads);
+      {
+        const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        fill_quads(p, in, io.in_cstep, io.in_scale, p.kq * t / n, p.kq * (t + 1) / n, quads);
 #pragma omp barrier
-      // Thread t's share of the (pixel tile, panel) pairs, tile by tile: a tile's quads
-      // stay in L1 across the panels.
-      const size_t total = static_cast<size_t>(p.panels) * tiles;
-      for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
-        panel_tile(g, p, packed, static_cast<int>(i % p.panels), i / p.panels, quads, out, out_cstep, epi);
+        // Thread t's share of the (pixel tile, panel) pairs, tile by tile: a tile's quads
+        // stay in L1 across the panels.
+        const size_t total = static_cast<size_t>(p.panels) * tiles;
+        for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
+          panel_tile(g, p, packed, static_cast<int>(i % p.panels), i / p.panels, quads, out, io.out_cstep, rq, epi);
+        }
       }
-    }
+    });
   });
 }
 
@@ -206,7 +226,7 @@ namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_8x48_Avx512Vnni = {
     "i8_conv1x1_8x48_avx512vnni", Isa::kAvx512, true, supports, packed_bytes, pack, workspace_bytes,
-    no_workspace,                 run, nullptr,
+    no_workspace,                 run_on_floats<run_maps>, run_maps,
 };
 
 }  // namespace kestrel::kernels::x86

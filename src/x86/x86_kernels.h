@@ -69,8 +69,11 @@ extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
 extern const I8ConvKernel kI8Conv1x1_8x48_Avx512Vnni;  // maps of more than 256 pixels
 extern const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni;
 extern const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni;
-extern const I8ConvKernel kI8DwConv3x3_16_Avx512;  // depthwise, stride 1 and 2, in one pass
-extern const I8ConvKernel kI8DwConv5x5_16_Avx512;  // a channel (i8_dwconv_16_avx512.cpp)
+extern const I8ConvKernel kI8DwConv3x3_64_Avx512Vnni;  // depthwise, stride 1 and 2, window rows
+extern const I8ConvKernel kI8DwConv5x5_64_Avx512Vnni;  // by vpdpbusd (i8_dwconv_64_avx512vnni.cpp)
+// Without VNNI: depthwise by exact fp32 FMAs, in one pass a channel (i8_dwconv_16_avx512.cpp).
+extern const I8ConvKernel kI8DwConv3x3_16_Avx512;
+extern const I8ConvKernel kI8DwConv5x5_16_Avx512;
 extern const I8MapKernel kI8Map_Avx512;  // int8 maps held as floats (i8_map_avx512.cpp)
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
