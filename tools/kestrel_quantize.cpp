@@ -2,7 +2,7 @@
 //
 //   kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]
 //                    [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]
-//                    [--threads N]
+//                    [--threads N] [--equalize]
 //
 // Runs the model in fp32 over the calibration images, pre-processed as its metadata says
 // (a task model as kestrel::Task does; any other as kestrel-run does by default:
@@ -22,6 +22,7 @@
 #include "kestrel/tasks.h"
 #include "image_input.h"
 #include "quantize/calibrate_model.h"
+#include "quantize/equalize.h"
 
 namespace {
 
@@ -30,10 +31,12 @@ namespace q = kestrel::quantize;
 const char* kUsage =
     "usage: kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]\n"
     "                        [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]\n"
-    "                        [--threads N]\n"
+    "                        [--threads N] [--equalize]\n"
     "--sensitivity prints, for each layer that runs int8, the signal-to-quantization-noise\n"
     "ratio of the network's outputs (dB, over the calibration images) with that layer alone\n"
-    "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again.\n";
+    "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again.\n"
+    "--equalize first evens out the channel ranges of the maps depthwise layers read\n"
+    "(scaling the producer's channels up and the depthwise layer's down: the same network).\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -72,6 +75,7 @@ int main(int argc, char** argv) {
   std::string out;
   q::CalibrationOptions opt;
   bool sensitivity = false;
+  bool equalize = false;
   double keep_below_db = 0.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -101,6 +105,8 @@ int main(int argc, char** argv) {
     } else if (a == "--keep-fp32") {
       if (!value(&v)) return std::fputs(kUsage, stderr), 2;
       for (const std::string& name : split(v)) opt.keep_fp32.push_back(name);
+    } else if (a == "--equalize") {
+      equalize = true;
     } else if (a == "--sensitivity") {
       sensitivity = true;
     } else if (a == "--keep-below") {
@@ -126,7 +132,7 @@ int main(int argc, char** argv) {
   }
   std::ifstream f(files[0], std::ios::binary);
   if (!f) return fail("cannot open model '" + files[0] + "'");
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   kestrel::Net net;
   kestrel::Status s = net.load(bytes.data(), bytes.size());
   if (!s.ok()) return fail(files[0] + ": " + s.message());
@@ -147,6 +153,20 @@ int main(int argc, char** argv) {
     (*inputs)[has_task ? task.input_name() : net.input_names()[0]] = in;
     return kestrel::Status::Ok();
   };
+  if (equalize) {
+    std::vector<q::EqualizedPair> pairs;
+    std::string equalized;
+    if (!(s = q::equalize_depthwise_inputs(bytes, images.size(), source, opt.threads, &equalized, &pairs)).ok()) {
+      return fail(s.message());
+    }
+    std::printf("%-40s %-40s %8s %9s %s\n", "equalized: producer", "depthwise consumer", "channels", "max s",
+                "channel range spread (max/min) before -> after");
+    for (const q::EqualizedPair& p : pairs) {
+      std::printf("%-40s %-40s %8d %9.3g %.3g -> %.3g\n", p.producer.c_str(), p.consumer.c_str(), p.channels, p.max_scale,
+                  p.spread_before, p.spread_after);
+    }
+    bytes = std::move(equalized);
+  }
   std::string quantized;
   std::vector<q::BlobReport> report;
   s = q::calibrate(bytes, images.size(), source, opt, &quantized, &report);

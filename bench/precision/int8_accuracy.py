@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--models", default="fashion,movenet,blazeface,centernet")
     ap.add_argument("--keep-below", default="", help="also each method with kestrel-quantize --keep-below DB "
                     "(comma-separated list of DB)")
+    ap.add_argument("--equalize", action="store_true", help="also each method with kestrel-quantize --equalize")
     a = ap.parse_args()
     build = pathlib.Path(a.build)
     methods = a.methods.split(",")
@@ -128,14 +129,21 @@ def main():
             want = infer(kst, "fp32", "fp32")
             variants = [(meth, ()) for meth in methods]
             variants += [(meth, ("--keep-below", db)) for db in a.keep_below.split(",") if db for meth in methods]
+            if a.equalize:
+                variants += [(meth, ("--equalize",)) for meth in methods]
             for meth, extra in variants:
-                tag = meth + (f", layers under {extra[1]} dB kept fp32" if extra else "")
-                q = tmp / f"{m.name}_{meth}_{len(extra) and extra[1]}.kst"
+                tag = meth
+                if extra[:1] == ("--keep-below",):
+                    tag += f", layers under {extra[1]} dB kept fp32"
+                if extra[:1] == ("--equalize",):
+                    tag += ", depthwise inputs equalized"
+                vid = "_".join(x.strip("-") for x in extra)
+                q = tmp / f"{m.name}_{meth}_{vid}.kst"
                 text = quantize(build, kst, calib_photos, q, meth, extra)
                 kept = re.search(r"with (\d+) layers kept in fp32: ([-0-9.]+) dB", text)
                 if kept:
                     tag += f" ({kept.group(1)} layers; {kept.group(2)} dB)"
-                got = infer(q, "int8", f"{meth}{len(extra) and extra[1]}")
+                got = infer(q, "int8", f"{meth}{vid}")
                 meth = tag
                 if m.name == "movenet":
                     dists = accuracy.keypoint_distances(want, got, photos)
