@@ -76,7 +76,8 @@ TEST_SUITE("quantize") {
     // reported, and the largest channel's range is unchanged (ReLU: no bound).
     for (const q::EqualizedPair& p : pairs) {
       INFO(p.producer);
-      const std::vector<float> before = channel_max({blob_of(bytes, inputs[0], p.producer), blob_of(bytes, inputs[1], p.producer)});
+      const std::vector<float> before =
+          channel_max({blob_of(bytes, inputs[0], p.producer), blob_of(bytes, inputs[1], p.producer)});
       const std::vector<float> after =
           channel_max({blob_of(equalized, inputs[0], p.producer), blob_of(equalized, inputs[1], p.producer)});
       const float top = *std::max_element(before.begin(), before.end());

@@ -229,7 +229,8 @@ void channel(const ConvGeometry& g, const I8DwPlane& p, const int8_t* plane, con
   const Factors f{vdupq_n_f32(f2[0]), vdupq_n_f32(f2[1]), vdupq_n_f32(f2[0] * rq.scale), vdupq_n_f32(f2[1] * rq.scale),
                   rq.lo, rq.hi};
   int8x16_t w[kWeightVectors<K>];
-  for (int i = 0; i < kWeightVectors<K>; ++i) w[i] = vld1q_s8(reinterpret_cast<const int8_t*>(packed + kChannelHeader) + 16 * i);
+  const int8_t* wp = reinterpret_cast<const int8_t*>(packed + kChannelHeader);
+  for (int i = 0; i < kWeightVectors<K>; ++i) w[i] = vld1q_s8(wp + 16 * i);
   for (int oy = 0; oy < g.out_h; oy += R) {
     const int8_t* rows[kIn];
     for (int i = 0; i < kIn; ++i) rows[i] = plane + static_cast<size_t>(oy * S + i) * p.cols;

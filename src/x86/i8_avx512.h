@@ -80,4 +80,23 @@ KESTREL_X86_INLINE void store_i8x16(int8_t* p, __m512 q, int n) {
   }
 }
 
+// Sixteen sums of one channel (as floats) out, the first n (<= 16): fp32, float(sum) *
+// d + b and the activation (conv_reference_i8's order: a multiply, then an add); or
+// bytes requantized by rq, d and b then the channel's factors m and c.
+template <class Epi>
+KESTREL_X86_INLINE void store_sums_x16(float* dst, __m512 sum, __m512 d, __m512 b, int n, const Requant16&,
+                                       const Epi& epi) {
+  const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(sum, d), b));
+  if (n >= 16) {
+    _mm512_storeu_ps(dst, y);
+  } else if (n > 0) {
+    _mm512_mask_storeu_ps(dst, F32x16::lanes(n), y);
+  }
+}
+template <class Epi>
+KESTREL_X86_INLINE void store_sums_x16(int8_t* dst, __m512 sum, __m512 m, __m512 c, int n, const Requant16& rq,
+                                       const Epi& epi) {
+  store_i8x16(dst, requantize_x16(sum, m, c, rq, epi), n);
+}
+
 KESTREL_X86_NS_END

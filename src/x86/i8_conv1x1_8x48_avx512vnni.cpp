@@ -130,23 +130,6 @@ void fill_quads(const Plan& p, const T* in, size_t cstep, float scale, size_t q0
   }
 }
 
-// A vector of one channel's sums out: fp32, or bytes requantized by rq (m and c the
-// channel's factors in place of dequant and bias).
-template <class Epi>
-KESTREL_X86_INLINE void store(float* dst, __m512i acc, __m512 d, __m512 b, int n, const Requant16&, const Epi& epi) {
-  const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc), d), b));
-  if (n >= W) {
-    _mm512_storeu_ps(dst, y);
-  } else if (n > 0) {
-    _mm512_mask_storeu_ps(dst, V::lanes(n), y);
-  }
-}
-template <class Epi>
-KESTREL_X86_INLINE void store(int8_t* dst, __m512i acc, __m512 m, __m512 c, int n, const Requant16& rq,
-                              const Epi& epi) {
-  store_i8x16(dst, requantize_x16(_mm512_maskz_cvtepi32_ps(0xFFFF, acc), m, c, rq, epi), n);
-}
-
 // An MR x (NVX * W) tile: channels r < mr, pixels j < nr of c (rows ldc apart).
 template <int NVX, class Out, class Epi>
 __attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, const uint32_t* __restrict x, size_t xs,
@@ -172,7 +155,9 @@ __attribute__((noinline)) void tile(size_t kq, const uint32_t* __restrict a, con
       const __m512 d = _mm512_set1_ps(kBytes ? dq[r] * rq.scale : dq[r]);
       const __m512 b = _mm512_set1_ps(kBytes ? bias[r] * rq.scale : bias[r]);
       Out* row = c + static_cast<size_t>(r) * ldc;
-      static_for<NVX>([&](auto v) { store(row + v * W, acc[r][v], d, b, nr - v * W, rq, epi); });
+      static_for<NVX>([&](auto v) {
+        store_sums_x16(row + v * W, _mm512_maskz_cvtepi32_ps(0xFFFF, acc[r][v]), d, b, nr - v * W, rq, epi);
+      });
       if constexpr (!kBytes) epi.finish(row, static_cast<size_t>(nr));
     }
   });

@@ -126,22 +126,6 @@ KESTREL_X86_INLINE const float* tap(const Plane& p, const float* row, int x, int
   }
 }
 
-// The sums of a step out: fp32, or bytes requantized by rq.
-template <class Epi>
-KESTREL_X86_INLINE void store(float* dst, __m512 sum, __m512 dq, __m512 b, int n, const Requant16&, const Epi& epi) {
-  const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(sum, dq), b));
-  if (n >= W) {
-    _mm512_storeu_ps(dst, y);
-  } else if (n > 0) {
-    _mm512_mask_storeu_ps(dst, V::lanes(n), y);
-  }
-}
-template <class Epi>
-KESTREL_X86_INLINE void store(int8_t* dst, __m512 sum, __m512 m, __m512 c, int n, const Requant16& rq,
-                              const Epi& epi) {
-  store_i8x16(dst, requantize_x16(sum, m, c, rq, epi), n);
-}
-
 template <int K, int S, int NV, class Out, class Epi>
 void channel(const ConvGeometry& g, const Plane& p, const float* plane, const float* w, Out* out,
              const Requant16& rq, const Epi& epi) {
@@ -171,7 +155,7 @@ void channel(const ConvGeometry& g, const Plane& p, const float* plane, const fl
       static_for<NV>([&](auto v) {
         __m512 sum = acc[v][0];
         static_for<K - 1>([&](auto ky) { sum = _mm512_add_ps(sum, acc[v][ky + 1]); });
-        store(dst + ox + v * W, sum, dq, b, std::min(W, g.out_w - ox - v * W), rq, epi);
+        store_sums_x16(dst + ox + v * W, sum, dq, b, std::min(W, g.out_w - ox - v * W), rq, epi);
       });
     }
     if constexpr (!kBytes) epi.finish(dst, static_cast<size_t>(g.out_w));

@@ -175,23 +175,6 @@ void padding_row(const Plan& p, uint32_t* row) {
   std::fill(row, row + static_cast<size_t>(kQuads<K>) * p.cols, 0x80808080u);
 }
 
-// The sums of a vector out: fp32, or bytes requantized by rq (m and c in place of dequant
-// and bias).
-template <class Epi>
-KESTREL_X86_INLINE void store(float* dst, __m512i acc, __m512 d, __m512 b, int n, const Requant16&, const Epi& epi) {
-  const __m512 y = epi(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc), d), b));
-  if (n >= W) {
-    _mm512_storeu_ps(dst, y);
-  } else {
-    _mm512_mask_storeu_ps(dst, V::lanes(n), y);
-  }
-}
-template <class Epi>
-KESTREL_X86_INLINE void store(int8_t* dst, __m512i acc, __m512 m, __m512 c, int n, const Requant16& rq,
-                              const Epi& epi) {
-  store_i8x16(dst, requantize_x16(_mm512_maskz_cvtepi32_ps(0xFFFF, acc), m, c, rq, epi), n);
-}
-
 // NV vectors of output row `dst` from column x on: the K ring rows `rows` (quad t of
 // row ky at rows[ky] + t * cols).
 template <int K, int NV, class Out, class Epi>
@@ -205,7 +188,9 @@ KESTREL_X86_INLINE void step(const Plan& p, const uint32_t* const (&rows)[K], co
       for (int v = 0; v < NV; ++v) acc[v] = dpbusd_broadcast(acc[v], _mm512_loadu_si512(q + v * W), w + ky * kQuads<K> + t);
     }
   }
-  for (int v = 0; v < NV; ++v) store(dst + x + v * W, acc[v], d, b, out_w - x - v * W, rq, epi);
+  for (int v = 0; v < NV; ++v) {
+    store_sums_x16(dst + x + v * W, _mm512_maskz_cvtepi32_ps(0xFFFF, acc[v]), d, b, out_w - x - v * W, rq, epi);
+  }
 }
 
 template <int K, int S, class T, class Out, class Epi>
