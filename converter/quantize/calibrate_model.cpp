@@ -37,6 +37,17 @@ Status feed(const InputSource& source, size_t i, Extractor& ex) {
 
 }  // namespace
 
+Status pack_checked(const fb::ModelT& model, size_t size_hint, const std::string& what, std::string* bytes) {
+  flatbuffers::FlatBufferBuilder fbb(size_hint + 4096);
+  fb::FinishModelBuffer(fbb, fb::Model::Pack(fbb, &model));
+  std::string packed(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  Net check;
+  const Status s = check.load(packed.data(), packed.size());
+  if (!s.ok()) return s.with_context(what);
+  *bytes = std::move(packed);
+  return Status::Ok();
+}
+
 bool int8_layer_type(const std::string& type) {
   for (const char* t : kInt8Types) {
     if (type == t) return true;
@@ -137,13 +148,7 @@ Status calibrate(const std::string& model_bytes, size_t count, const InputSource
   out->quantization->method = method_name(options.method);
   out->quantization->images = static_cast<uint32_t>(count);
   out->quantization->keep_fp32 = options.keep_fp32;
-  flatbuffers::FlatBufferBuilder fbb(model_bytes.size() + 4096);
-  fb::FinishModelBuffer(fbb, fb::Model::Pack(fbb, out.get()));
-  std::string bytes(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
-  // Kestrel's own loader checks what is written.
-  Net check;
-  if (!(s = check.load(bytes.data(), bytes.size())).ok()) return s.with_context("the calibrated model");
-  *out_bytes = std::move(bytes);
+  if (!(s = pack_checked(*out, model_bytes.size(), "the calibrated model", out_bytes)).ok()) return s;
   if (report) *report = std::move(rows);
   return Status::Ok();
 }

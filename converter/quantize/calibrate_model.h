@@ -12,6 +12,10 @@
 #include "kestrel/status.h"
 #include "quantize/calibration.h"
 
+namespace kestrel::fb {
+struct ModelT;
+}
+
 namespace kestrel::quantize {
 
 struct CalibrationOptions {
@@ -32,6 +36,10 @@ struct BlobReport {
 // Calibration input i (0 <= i < count) as input name -> fp32 tensor in the net's
 // input shape. An error names the input (a calibration image that does not load).
 using InputSource = std::function<Status(size_t i, std::map<std::string, Mat>* inputs)>;
+
+// `model` serialized into *bytes, which Kestrel's own loader then checks (an error names
+// `what`, and *bytes is left as it was). size_hint: the builder's first allocation.
+Status pack_checked(const fb::ModelT& model, size_t size_hint, const std::string& what, std::string* bytes);
 
 // The layer types that run in int8 (issue 27): their inputs and outputs get scales.
 bool int8_layer_type(const std::string& type);

@@ -212,12 +212,7 @@ Status equalize_depthwise_inputs(const std::string& model_bytes, size_t count, c
     scale_channels(*out->weights[b.weights[0]], cand.channels, down);
     done.push_back(pair);
   }
-  flatbuffers::FlatBufferBuilder fbb(model_bytes.size() + 4096);
-  fb::FinishModelBuffer(fbb, fb::Model::Pack(fbb, out.get()));
-  std::string bytes(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
-  Net check;
-  if (!(s = check.load(bytes.data(), bytes.size())).ok()) return s.with_context("the equalized model");
-  *out_bytes = std::move(bytes);
+  if (!(s = pack_checked(*out, model_bytes.size(), "the equalized model", out_bytes)).ok()) return s;
   if (pairs) *pairs = std::move(done);
   return Status::Ok();
 }
