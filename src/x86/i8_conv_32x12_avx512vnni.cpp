@@ -106,23 +106,19 @@ KESTREL_X86_INLINE uint32_t* group_at(uint32_t* groups, const Plan& p, size_t gi
   return groups + gi * NP * (p.kd + 1);
 }
 
-size_t workspace_bytes(const ConvGeometry& g) {
+// The groups; the im2col kernel's padded planes after them.
+size_t group_bytes(const ConvGeometry& g) {
   const Plan p = plan_of(g);
-  return p.pixels * (p.kd + 1) * sizeof(uint32_t);
+  return (p.pixels * (p.kd + 1) * sizeof(uint32_t) + 63) / 64 * 64;
 }
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// A row's values as int32 lanes: quantized floats (the lanes masked off zero), or bytes
-// (all sixteen read: the callers mask them).
+// Sixteen floats quantized, as int32 lanes (the lanes masked off at load zero).
 KESTREL_X86_INLINE __m512i ints_of(__m512 v, __m512 s) {
   // Exact integers in range: the conversion does not round.
   return _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(v, s));
 }
-KESTREL_X86_INLINE __m512i ints_of(__m512i v, __m512) { return v; }
-// Zero lanes of a row of floats, or of bytes as int32.
-KESTREL_X86_INLINE __m512 zero_lanes(const float*) { return _mm512_setzero_ps(); }
-KESTREL_X86_INLINE __m512i zero_lanes(const int8_t*) { return _mm512_setzero_si512(); }
 
 // Where a group's pixels' values come from, tap after tap (Src::at(gi, np).next(s): np
 // lanes as int32 quantized with s, the others zero): a 1x1 convolution's input rows as
@@ -131,7 +127,8 @@ template <class T>
 struct PointwiseRows {
   const T* in;
   size_t cstep;
-  PointwiseRows(const ConvGeometry&, const T* src, size_t cs) : in(src), cstep(cs) {}
+  PointwiseRows(const ConvGeometry&, const T* src, size_t cs, void*) : in(src), cstep(cs) {}
+  void fill(int, int, float) const {}
   struct Cursor {
     const T* p;
     size_t cstep;
@@ -150,115 +147,110 @@ struct PointwiseRows {
   KESTREL_X86_INLINE Cursor at(size_t gi, int np) const { return {in + gi * NP, cstep, V::lanes(np)}; }
 };
 
-// Any window (tap = input channel, kernel row, kernel column, the weights' order): each
-// run of the group's pixels along one output row reads an input row: a masked load at
-// stride 1, two and a permute at stride 2, else a gather; the padding and what lies
-// past the input read as zeros (masked off). The runs are found once a group, and the
-// taps stepped through by counting. An int8 map's bytes: the run's valid columns read
-// from the first (two loads and a permute at stride 2, one by one at larger strides),
-// expanded into the run's lanes.
+// Any window (tap = input channel, kernel row, kernel column, the weights' order), from
+// the input as zero-padded byte planes (Padded below): first the threads write the
+// planes, a share of the channels each (an fp32 map quantized, an int8 map copied), then
+// every tap of a group is one load at an offset, with no bounds to test. A group's runs
+// (its pixels along one output row each) are found once; a run's lanes read its row from
+// its first pixel's window origin: a load at stride 1, two and a permute at stride 2,
+// one byte at a time at larger strides, expanded into the run's lanes.
+struct Padded {
+  int rows, cols;  // of a channel's plane: the rows and columns any tap reads
+  size_t cstep;    // bytes from one channel's plane to the next
+  explicit Padded(const ConvGeometry& g)
+      : rows(std::max(g.pad_top + g.in_h, (g.out_h - 1) * g.sh + (g.kh - 1) * g.dh + 1)),
+        cols(std::max(g.pad_left + g.in_w, (g.out_w - 1) * g.sw + (g.kw - 1) * g.dw + 1)),
+        cstep((static_cast<size_t>(rows) * cols + 63) / 64 * 64) {}
+  // The planes, and room for a run's loads past the last (16 values at stride sw).
+  size_t bytes(const ConvGeometry& g) const {
+    return static_cast<size_t>(g.in_c) * cstep + static_cast<size_t>(W) * std::max(2, g.sw) + 64;
+  }
+};
+
+// An input row of n values as bytes at dst: floats quantized, or bytes copied.
+void row_bytes(const float* src, int n, __m512 s, int8_t* dst) {
+  for (int x = 0; x < n; x += W) {
+    const __mmask16 m = V::lanes(std::min(W, n - x));
+    _mm512_mask_cvtepi32_storeu_epi8(dst + x, m, ints_of(_mm512_maskz_loadu_ps(m, src + x), s));
+  }
+}
+void row_bytes(const int8_t* src, int n, __m512, int8_t* dst) { std::copy(src, src + n, dst); }
+
 template <class T>
 struct Im2colRows {
   const ConvGeometry& g;
   const T* in;
-  size_t cstep;
-  __m512i lane_step;  // lane L: L * stride
-  __m512i even;       // lane L: element 2L of two vectors
+  size_t in_cstep;
+  Padded pad;
+  int8_t* planes;
+  __m512i even;  // lane L: element 2L of two vectors
 
-  Im2colRows(const ConvGeometry& geo, const T* src, size_t cs)
-      : g(geo), in(src), cstep(cs),
-        lane_step(_mm512_maskz_mullo_epi32(0xFFFF, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                           _mm512_set1_epi32(geo.sw))),
+  Im2colRows(const ConvGeometry& geo, const T* src, size_t cs, void* scratch)
+      : g(geo), in(src), in_cstep(cs), pad(geo), planes(static_cast<int8_t*>(scratch)),
         even(_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0)) {}
 
-  struct Run {
-    int y0, x0, j, len;  // the input row and column of its first lane's window origin
-  };
+  // Channels [c0, c1) into their planes: the padding zero, the input's rows in place.
+  void fill(int c0, int c1, float scale) const {
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int c = c0; c < c1; ++c) {
+      int8_t* plane = planes + static_cast<size_t>(c) * pad.cstep;
+      std::fill(plane, plane + pad.cstep, int8_t{0});
+      for (int y = 0; y < g.in_h; ++y) {
+        row_bytes(in + c * in_cstep + static_cast<size_t>(y) * g.in_w, g.in_w, s,
+                  plane + static_cast<size_t>(g.pad_top + y) * pad.cols + g.pad_left);
+      }
+    }
+  }
 
   struct Cursor {
     const Im2colRows& s;
-    Run runs[NP];
+    ptrdiff_t origin[NP];  // a run's first pixel's window origin in the plane
+    __mmask16 lanes[NP];   // and its lanes
     int nruns = 0, ky = 0, kx = 0;
-    const T* plane;
+    const int8_t* plane;
 
-    // Lanes m (j + lo .. j + hi - 1, columns ix0 + lo * sw on) of v from row.
-    KESTREL_X86_INLINE __m512 load(__m512 v, __mmask16 m, const float* row, int ix0, int j, int lo, int hi) const {
-      const ConvGeometry& g = s.g;
-      if (g.sw == 1) return _mm512_mask_loadu_ps(v, m, row + (ix0 - j));
-      if (g.sw == 2) {
-        // Lane L is element 2L of the 32 floats from row + ix0 - 2j: load the span from
-        // the first valid lane's element to the last's, keep the even ones.
-        const float* base = row + (ix0 - 2 * j);
-        const uint32_t e0 = 2u * (j + lo), e1 = 2u * (j + hi - 1);  // elements, inclusive (e1 < 31)
-        const uint32_t span = ((2u << e1) - 1u) & (~0u << e0);
-        const __m512 a = _mm512_maskz_loadu_ps(static_cast<__mmask16>(span), base);
-        const __m512 b = _mm512_maskz_loadu_ps(static_cast<__mmask16>(span >> 16), base + W);
-        return _mm512_mask_mov_ps(v, m, _mm512_permutex2var_ps(a, s.even, b));
-      }
-      const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(ix0 - j * g.sw), s.lane_step);
-      return _mm512_mask_i32gather_ps(v, m, idx, row, 4);
-    }
-    KESTREL_X86_INLINE __m512i load(__m512i v, __mmask16 m, const int8_t* row, int ix0, int, int lo, int hi) const {
-      const ConvGeometry& g = s.g;
-      const int8_t* first = row + ix0 + lo * g.sw;
-      __m512i x;
-      if (g.sw == 1) {
-        x = load_i8x16(first);
-      } else if (g.sw == 2) {
-        x = _mm512_maskz_permutex2var_epi32(0xFFFF, load_i8x16(first), s.even, load_i8x16(first + W));
-      } else {
-        alignas(64) int32_t b[W] = {};
-        for (int i = 0; i < hi - lo; ++i) b[i] = first[i * g.sw];
-        x = _mm512_load_si512(b);
-      }
-      return _mm512_mask_expand_epi32(v, m, x);
+    // Sixteen bytes from p at stride sw, as int32 lanes.
+    KESTREL_X86_INLINE __m512i strided(const int8_t* p) const {
+      const int sw = s.g.sw;
+      if (sw == 1) return load_i8x16(p);
+      if (sw == 2) return _mm512_maskz_permutex2var_epi32(0xFFFF, load_i8x16(p), s.even, load_i8x16(p + W));
+      alignas(64) int32_t b[W];
+      for (int i = 0; i < W; ++i) b[i] = p[static_cast<ptrdiff_t>(i) * sw];
+      return _mm512_load_si512(b);
     }
 
-    KESTREL_X86_INLINE __m512i next(__m512 scale) {
+    KESTREL_X86_INLINE __m512i next(__m512) {
       const ConvGeometry& g = s.g;
-      auto v = zero_lanes(plane);
-      for (int r = 0; r < nruns; ++r) {
-        const Run& u = runs[r];
-        const int iy = u.y0 + ky * g.dh;
-        if (iy < 0 || iy >= g.in_h) continue;
-        // Lane L of the run reads column ix0 + (L - j) * sw; those inside the row only.
-        const int ix0 = u.x0 + kx * g.dw;
-        int lo, hi;
-        if (g.sw == 1) {
-          lo = std::max(0, -ix0);
-          hi = std::min(u.len, g.in_w - ix0);
-        } else {
-          lo = ix0 >= 0 ? 0 : (-ix0 + g.sw - 1) / g.sw;
-          hi = ix0 >= g.in_w ? 0 : std::min(u.len, (g.in_w - 1 - ix0) / g.sw + 1);
-        }
-        if (lo >= hi) continue;
-        const int j = u.j;
-        const __mmask16 m = static_cast<__mmask16>(((1u << (j + hi)) - 1u) & ~((1u << (j + lo)) - 1u));
-        v = load(v, m, plane + static_cast<ptrdiff_t>(iy) * g.in_w, ix0, j, lo, hi);
-      }
+      const int8_t* tap = plane + static_cast<ptrdiff_t>(ky) * g.dh * s.pad.cols + kx * g.dw;
+      __m512i v = _mm512_setzero_si512();
+      for (int r = 0; r < nruns; ++r) v = _mm512_mask_expand_epi32(v, lanes[r], strided(tap + origin[r]));
       if (++kx == g.kw) {
         kx = 0;
         if (++ky == g.kh) {
           ky = 0;
-          plane += s.cstep;
+          plane += s.pad.cstep;
         }
       }
-      return ints_of(v, scale);
+      return v;
     }
   };
 
   Cursor at(size_t gi, int np) const {
-    Cursor c{*this, {}, 0, 0, 0, in};
+    Cursor c{*this, {}, {}, 0, 0, 0, planes};
     const size_t px = gi * NP;
     int oy = static_cast<int>(px / g.out_w), ox = static_cast<int>(px % g.out_w);
     for (int j = 0; j < np; ox = 0, ++oy) {
       const int len = std::min(np - j, g.out_w - ox);
-      c.runs[c.nruns++] = {oy * g.sh - g.pad_top, ox * g.sw - g.pad_left, j, len};
+      c.origin[c.nruns] = static_cast<ptrdiff_t>(oy) * g.sh * pad.cols + static_cast<ptrdiff_t>(ox) * g.sw;
+      c.lanes[c.nruns++] = static_cast<__mmask16>(((1u << len) - 1u) << j);
       j += len;
     }
     return c;
   }
 };
+
+size_t workspace_pointwise(const ConvGeometry& g) { return group_bytes(g); }
+size_t workspace_im2col(const ConvGeometry& g) { return group_bytes(g) + Padded(g).bytes(g); }
 
 // Groups [g0, g1) into `groups`: for each group, taps 4q .. 4q + 3 of its pixels for
 // each q in turn, quantized and packed into a dword a pixel, then each pixel's sum of
@@ -385,11 +377,13 @@ void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, c
   const Requant16 rq = requant16_of(g.act, io.out_scale);
   with_i8_operands(io, [&](const auto* in, auto* out) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
-    const Src<T> src(g, in, io.in_cstep);
+    const Src<T> src(g, in, io.in_cstep, static_cast<uint8_t*>(ctx.workspace) + group_bytes(g));
     gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
       {
         const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        src.fill(static_cast<int>(g.in_c * t / n), static_cast<int>(g.in_c * (t + 1) / n), io.in_scale);
+#pragma omp barrier
         fill_groups(p, src, io.in_scale, ngroups * t / n, ngroups * (t + 1) / n, groups);
 #pragma omp barrier
         // Thread t's share of the (panel, group) pairs, panel by panel: mostly the groups
@@ -411,11 +405,11 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni = {
-    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, true, supports_pointwise, packed_bytes, pack, workspace_bytes,
+    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, true, supports_pointwise, packed_bytes, pack, workspace_pointwise,
     no_workspace,                  run_on_floats<run_maps<PointwiseRows>>, run_maps<PointwiseRows>,
 };
 const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni = {
-    "i8_conv_im2col_32x12_avx512vnni", Isa::kAvx512, true, supports_im2col, packed_bytes, pack, workspace_bytes,
+    "i8_conv_im2col_32x12_avx512vnni", Isa::kAvx512, true, supports_im2col, packed_bytes, pack, workspace_im2col,
     no_workspace,                      run_on_floats<run_maps<Im2colRows>>, run_maps<Im2colRows>,
 };
 
