@@ -44,6 +44,14 @@ KESTREL_X86_INLINE __m512i load_i8x16(const int8_t* p) {
   return _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Sixteen input values as int32 lanes: the lanes m of floats from p quantized (the others
+// zero), or sixteen bytes of an int8 map as they are (all read: the callers mask them).
+KESTREL_X86_INLINE __m512i load_q8x16(const float* p, __mmask16 m, __m512 scale) {
+  // Exact integers in range: the conversion does not round.
+  return _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(_mm512_maskz_loadu_ps(m, p), scale));
+}
+KESTREL_X86_INLINE __m512i load_q8x16(const int8_t* p, __mmask16, __m512) { return load_i8x16(p); }
+
 // An int8 output's requantization (kernels/i8_reference.h): per output channel the
 // factors of fma(float(sum), m, c), m = dequant * scale and c = bias * scale; the
 // bounds [lo, hi] of the activation once per layer, as floats.

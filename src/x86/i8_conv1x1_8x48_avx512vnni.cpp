@@ -102,13 +102,6 @@ size_t workspace_bytes(const ConvGeometry& g) {
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// Sixteen pixels of an input channel as int32 lanes: quantized floats, or bytes.
-KESTREL_X86_INLINE __m512i load_ints(const float* in, __mmask16 m, __m512 s) {
-  // Exact integers in range: the conversion does not round.
-  return _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(_mm512_maskz_loadu_ps(m, in), s));
-}
-KESTREL_X86_INLINE __m512i load_ints(const int8_t* in, __mmask16, __m512) { return load_i8x16(in); }
-
 // Quads [q0, q1) of the planar input, quantized or read, offset and packed a dword a
 // pixel.
 template <class T>
@@ -122,7 +115,7 @@ void fill_quads(const Plan& p, const T* in, size_t cstep, float scale, size_t q0
       __m512i d = _mm512_setzero_si512();
       for (size_t i = 0; i < 4; ++i) {
         const size_t c = 4 * q + i;
-        const __m512i v = c < p.k ? load_ints(in + c * cstep + px, m, s) : _mm512_setzero_si512();
+        const __m512i v = c < p.k ? load_q8x16(in + c * cstep + px, m, s) : _mm512_setzero_si512();
         d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_add_epi32(v, offset), static_cast<unsigned>(8 * i)));
       }
       _mm512_mask_storeu_epi32(dst + px, m, d);

@@ -114,12 +114,6 @@ size_t group_bytes(const ConvGeometry& g) {
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
-// Sixteen floats quantized, as int32 lanes (the lanes masked off at load zero).
-KESTREL_X86_INLINE __m512i ints_of(__m512 v, __m512 s) {
-  // Exact integers in range: the conversion does not round.
-  return _mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(v, s));
-}
-
 // Where a group's pixels' values come from, tap after tap (Src::at(gi, np).next(s): np
 // lanes as int32 quantized with s, the others zero): a 1x1 convolution's input rows as
 // they are, floats (T = float) or bytes (int8_t).
@@ -136,7 +130,7 @@ struct PointwiseRows {
     KESTREL_X86_INLINE __m512i next(__m512 s) {
       __m512i v;
       if constexpr (std::is_same_v<T, float>) {
-        v = ints_of(_mm512_maskz_loadu_ps(m, p), s);
+        v = load_q8x16(p, m, s);
       } else {
         v = _mm512_maskz_mov_epi32(m, load_i8x16(p));
       }
@@ -171,7 +165,7 @@ struct Padded {
 void row_bytes(const float* src, int n, __m512 s, int8_t* dst) {
   for (int x = 0; x < n; x += W) {
     const __mmask16 m = V::lanes(std::min(W, n - x));
-    _mm512_mask_cvtepi32_storeu_epi8(dst + x, m, ints_of(_mm512_maskz_loadu_ps(m, src + x), s));
+    _mm512_mask_cvtepi32_storeu_epi8(dst + x, m, load_q8x16(src + x, m, s));
   }
 }
 void row_bytes(const int8_t* src, int n, __m512, int8_t* dst) { std::copy(src, src + n, dst); }

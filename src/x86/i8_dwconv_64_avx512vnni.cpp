@@ -113,13 +113,9 @@ size_t workspace_per_thread_bytes(const ConvGeometry& g) {
 
 // Sixteen input values of a row as offset bytes' int32 lanes: quantized floats, or an
 // int8 map's bytes.
-KESTREL_X86_INLINE __m512i offset_lanes(const float* in, __mmask16 m, __m512 s) {
-  // Exact integers in range: the conversion does not round.
-  return _mm512_add_epi32(_mm512_maskz_cvttps_epi32(0xFFFF, quantize_i8x16(_mm512_maskz_loadu_ps(m, in), s)),
-                          _mm512_set1_epi32(kOffset));
-}
-KESTREL_X86_INLINE __m512i offset_lanes(const int8_t* in, __mmask16, __m512) {
-  return _mm512_add_epi32(load_i8x16(in), _mm512_set1_epi32(kOffset));
+template <class T>
+KESTREL_X86_INLINE __m512i offset_lanes(const T* in, __mmask16 m, __m512 s) {
+  return _mm512_add_epi32(load_q8x16(in, m, s), _mm512_set1_epi32(kOffset));
 }
 
 // Input row `in` (in_w values) into the padded byte row's input columns.
