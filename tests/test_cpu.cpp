@@ -64,7 +64,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("in-order cores and extensions: fp16, bf16, dot8 as the CPU model says (KESTREL_TEST_FEATURES)") {
     using kestrel::kernels::Feature;
     std::string host;
-    for (Feature f : {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8}) {
+    for (Feature f : {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8, Feature::kVbmi}) {
       if (!kestrel::kernels::host_has(f)) continue;
       host += (host.empty() ? "" : ",") + std::string(kestrel::kernels::feature_name(f));
       // Only KESTREL_DISABLE or a level capped below the host's turns one off.

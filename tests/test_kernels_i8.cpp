@@ -283,7 +283,7 @@ TEST_SUITE("kernels") {
   TEST_CASE("int8 kernels equal the int8 oracle bit for bit: edge shapes, activations, 1 and 4 threads") {
     const auto kernels = kt::runnable_kernels(k::i8_conv_kernels());
     bool any = false;
-    for (const k::I8ConvKernel* kern : kernels) any = any || !kern->dot8 || k::active_has(k::Feature::kDot8);
+    for (const k::I8ConvKernel* kern : kernels) any = any || k::i8_kernel_runs(*kern);
     if (!any) {
       MESSAGE("skipped: no int8 kernel runs on this CPU");
       return;
@@ -370,7 +370,7 @@ TEST_SUITE("kernels") {
         for (int q = 0; q < g.out_c; ++q) act->run(g.act, want.channel(q), want.channel(q), plane);
       }
       for (const k::I8ConvKernel* kern : kernels) {
-        if (kern->dot8 && !k::active_has(k::Feature::kDot8)) continue;
+        if (!k::i8_kernel_runs(*kern)) continue;
         INFO(kern->name);
         if (!kern->supports(g)) continue;
         Mat packed;
@@ -399,7 +399,7 @@ TEST_SUITE("kernels") {
       }
     }
     for (const k::I8ConvKernel* kern : kernels) {
-      if (!kern->dot8 || k::active_has(k::Feature::kDot8)) CHECK_MESSAGE(tested[kern->name] > 0, kern->name);
+      if (k::i8_kernel_runs(*kern)) CHECK_MESSAGE(tested[kern->name] > 0, kern->name);
     }
   }
 }

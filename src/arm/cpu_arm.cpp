@@ -58,6 +58,7 @@ bool detect_feature(Feature f) {
     case Feature::kFp16Arith: return (getauxval(AT_HWCAP) & kHwcapAsimdHp) != 0;
     case Feature::kDot8: return (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
     case Feature::kBf16: return (getauxval(AT_HWCAP2) & kHwcap2Bf16) != 0;
+    case Feature::kVbmi: return false;
   }
   return false;
 }

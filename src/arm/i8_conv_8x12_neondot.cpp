@@ -353,11 +353,11 @@ void run_im2col(const ConvGeometry& g, const void* packed, const I8Operands& io,
 }  // namespace
 
 const I8ConvKernel kI8Conv1x1_8x12_NeonDot = {
-    "i8_conv1x1_8x12_neondot", Isa::kNeon, true, supports_pointwise, packed_bytes, pack, workspace_bytes,
+    "i8_conv1x1_8x12_neondot", Isa::kNeon, kI8NeedsDot8, supports_pointwise, packed_bytes, pack, workspace_bytes,
     no_workspace, run_on_floats<run_pointwise>, run_pointwise,
 };
 const I8ConvKernel kI8ConvIm2col_8x12_NeonDot = {
-    "i8_conv_im2col_8x12_neondot", Isa::kNeon, true, supports_im2col, packed_bytes, pack, workspace_bytes,
+    "i8_conv_im2col_8x12_neondot", Isa::kNeon, kI8NeedsDot8, supports_im2col, packed_bytes, pack, workspace_bytes,
     no_workspace, run_on_floats<run_im2col>, run_im2col,
 };
 

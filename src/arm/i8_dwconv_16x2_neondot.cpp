@@ -282,11 +282,11 @@ void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, c
 }  // namespace
 
 const I8ConvKernel kI8DwConv3x3_16x2_NeonDot = {
-    "i8_dwconv3x3_16x2_neondot", Isa::kNeon, true, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
+    "i8_dwconv3x3_16x2_neondot", Isa::kNeon, kI8NeedsDot8, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
     workspace_per_thread_bytes<3>, run_on_floats<run_maps<3>>, run_maps<3>,
 };
 const I8ConvKernel kI8DwConv5x5_16x2_NeonDot = {
-    "i8_dwconv5x5_16x2_neondot", Isa::kNeon, true, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
+    "i8_dwconv5x5_16x2_neondot", Isa::kNeon, kI8NeedsDot8, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
     workspace_per_thread_bytes<5>, run_on_floats<run_maps<5>>, run_maps<5>,
 };
 

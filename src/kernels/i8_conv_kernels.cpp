@@ -7,9 +7,13 @@ const std::vector<const I8ConvKernel*>& i8_conv_kernels() {
   return all;
 }
 
+bool i8_kernel_runs(const I8ConvKernel& k) {
+  return (!(k.needs & kI8NeedsDot8) || active_has(Feature::kDot8)) && (!(k.needs & kI8NeedsVbmi) || active_has(Feature::kVbmi));
+}
+
 const I8ConvKernel* select_i8_conv_kernel(const ConvGeometry& g, Isa isa) {
   for (const I8ConvKernel* k : i8_conv_kernels()) {
-    if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && (!k->dot8 || active_has(Feature::kDot8)) && k->supports(g)) return k;
+    if (isa_allows(isa, k->isa) && k->isa != Isa::kRef && i8_kernel_runs(*k) && k->supports(g)) return k;
   }
   return nullptr;
 }

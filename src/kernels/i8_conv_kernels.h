@@ -50,11 +50,18 @@ inline void with_i8_operands(const I8Operands& io, F&& f) {
   f(in, static_cast<float*>(io.out));
 }
 
+// The extensions beyond its level that an int8 kernel needs (I8ConvKernel::needs).
+enum I8Needs : unsigned {
+  kI8NeedsNothing = 0,
+  kI8NeedsDot8 = 1u << 0,  // Feature::kDot8: VNNI, SDOT
+  kI8NeedsVbmi = 1u << 1,  // Feature::kVbmi
+};
+
 struct I8ConvKernel {
   const char* name;  // what it computes, its tile and ISA: "i8_conv1x1_32x12_avx512vnni"
   Isa isa;
-  // Runs only where the CPU has int8 dot products (Feature::kDot8: VNNI, SDOT).
-  bool dot8;
+  // I8Needs bits: it runs only where the CPU has those extensions (i8_kernel_runs).
+  unsigned needs;
   // True if this kernel computes `g` (planar operands; its activation included).
   bool (*supports)(const ConvGeometry& g);
   // Bytes of packed weights for `g`.
@@ -98,6 +105,10 @@ inline bool i8_dwconv_window(const ConvGeometry& g, int k) {
          g.dh == 1 && g.dw == 1 && g.pad_top >= 0 && g.pad_top < k && g.pad_left >= 0 && g.pad_left < k &&
          g.out_h > 0 && g.out_w > 0;
 }
+
+// True if the active features include every extension `k` needs (not its level: see
+// isa_allows).
+bool i8_kernel_runs(const I8ConvKernel& k);
 
 // Every int8 convolution kernel compiled into this binary, in priority order.
 const std::vector<const I8ConvKernel*>& i8_conv_kernels();

@@ -54,17 +54,19 @@ const char* feature_name(Feature f) {
   switch (f) {
     case Feature::kFp16Arith: return "fp16";
     case Feature::kBf16: return "bf16";
-    default: return "dot8";
+    case Feature::kDot8: return "dot8";
+    default: return "vbmi";
   }
 }
 
 namespace {
 
-constexpr Feature kFeatures[] = {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8};
+constexpr Feature kFeatures[] = {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8, Feature::kVbmi};
+constexpr int kFeatureCount = sizeof(kFeatures) / sizeof(kFeatures[0]);
 
 struct FeatureSet {
-  bool host[3] = {};
-  bool active[3] = {};
+  bool host[kFeatureCount] = {};
+  bool active[kFeatureCount] = {};
   char text[32] = {};
 };
 

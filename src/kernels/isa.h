@@ -34,10 +34,13 @@ bool host_has_in_order_cores();
 //   Cortex-A55/A75/A76/A78; x86 AVX512-FP16: Sapphire Rapids);
 // - kBf16: bf16 dot products (x86 AVX512-BF16; aarch64 FEAT_BF16, HWCAP2 bf16);
 // - kDot8: int8 dot products (aarch64 dotprod, HWCAP asimddp; x86 AVX512-VNNI or
-//   AVX-VNNI).
-enum class Feature { kFp16Arith, kBf16, kDot8 };
+//   AVX-VNNI);
+// - kVbmi: byte permutes across a whole vector (x86 AVX512-VBMI, with AVX512-BW and -VL:
+//   Ice Lake, Sapphire Rapids, Zen 4; not Cascade Lake). None on aarch64, whose TBL
+//   every NEON kernel may use.
+enum class Feature { kFp16Arith, kBf16, kDot8, kVbmi };
 
-const char* feature_name(Feature f);  // "fp16", "bf16", "dot8"
+const char* feature_name(Feature f);  // "fp16", "bf16", "dot8", "vbmi"
 
 // What this CPU has, regardless of the environment.
 bool host_has(Feature f);

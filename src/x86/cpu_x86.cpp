@@ -31,6 +31,7 @@ bool detect_feature(Feature f) {
     case Feature::kFp16Arith: return avx512 && (d & (1u << 23)) != 0;                   // AVX512-FP16
     case Feature::kBf16: return avx512 && (a1 & (1u << 5)) != 0;                        // AVX512-BF16
     case Feature::kDot8: return (avx512 && (c & (1u << 11))) || (avx2 && (a1 & (1u << 4)));  // VNNI
+    case Feature::kVbmi: return avx512 && (c & (1u << 1)) && (b & (1u << 30)) && (b & (1u << 31));  // VBMI, BW, VL
   }
   return false;
 }

@@ -203,7 +203,7 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_8x48_Avx512Vnni = {
-    "i8_conv1x1_8x48_avx512vnni", Isa::kAvx512, true, supports, packed_bytes, pack, workspace_bytes,
+    "i8_conv1x1_8x48_avx512vnni", Isa::kAvx512, kI8NeedsDot8, supports, packed_bytes, pack, workspace_bytes,
     no_workspace,                 run_on_floats<run_maps>, run_maps,
 };
 

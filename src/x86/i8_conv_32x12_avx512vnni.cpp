@@ -399,11 +399,11 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni = {
-    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, true, supports_pointwise, packed_bytes, pack, workspace_pointwise,
+    "i8_conv1x1_32x12_avx512vnni", Isa::kAvx512, kI8NeedsDot8, supports_pointwise, packed_bytes, pack, workspace_pointwise,
     no_workspace,                  run_on_floats<run_maps<PointwiseRows>>, run_maps<PointwiseRows>,
 };
 const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni = {
-    "i8_conv_im2col_32x12_avx512vnni", Isa::kAvx512, true, supports_im2col, packed_bytes, pack, workspace_im2col,
+    "i8_conv_im2col_32x12_avx512vnni", Isa::kAvx512, kI8NeedsDot8, supports_im2col, packed_bytes, pack, workspace_im2col,
     no_workspace,                      run_on_floats<run_maps<Im2colRows>>, run_maps<Im2colRows>,
 };
 

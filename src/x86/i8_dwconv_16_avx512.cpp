@@ -199,11 +199,11 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8DwConv3x3_16_Avx512 = {
-    "i8_dwconv3x3_16_avx512", Isa::kAvx512, false, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
+    "i8_dwconv3x3_16_avx512", Isa::kAvx512, kI8NeedsNothing, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
     workspace_per_thread_bytes<3>, run_on_floats<run_maps<3>>, run_maps<3>,
 };
 const I8ConvKernel kI8DwConv5x5_16_Avx512 = {
-    "i8_dwconv5x5_16_avx512", Isa::kAvx512, false, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
+    "i8_dwconv5x5_16_avx512", Isa::kAvx512, kI8NeedsNothing, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
     workspace_per_thread_bytes<5>, run_on_floats<run_maps<5>>, run_maps<5>,
 };
 

@@ -266,11 +266,11 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8ConvKernel kI8DwConv3x3_64_Avx512Vnni = {
-    "i8_dwconv3x3_64_avx512vnni", Isa::kAvx512, true, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
+    "i8_dwconv3x3_64_avx512vnni", Isa::kAvx512, kI8NeedsDot8, supports<3>, packed_bytes<3>, pack<3>, no_workspace,
     workspace_per_thread_bytes<3>, run_on_floats<run_maps<3>>, run_maps<3>,
 };
 const I8ConvKernel kI8DwConv5x5_64_Avx512Vnni = {
-    "i8_dwconv5x5_64_avx512vnni", Isa::kAvx512, true, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
+    "i8_dwconv5x5_64_avx512vnni", Isa::kAvx512, kI8NeedsDot8, supports<5>, packed_bytes<5>, pack<5>, no_workspace,
     workspace_per_thread_bytes<5>, run_on_floats<run_maps<5>>, run_maps<5>,
 };
 

@@ -44,7 +44,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
 }
 
 std::vector<const I8ConvKernel*> arch_i8_conv_kernels() {
-  return {&x86::kI8Conv1x1_8x48_Avx512Vnni, &x86::kI8Conv1x1_32x12_Avx512Vnni, &x86::kI8DwConv3x3_64_Avx512Vnni, &x86::kI8DwConv5x5_64_Avx512Vnni, &x86::kI8DwConv3x3_16_Avx512, &x86::kI8DwConv5x5_16_Avx512,
+  return {&x86::kI8Conv1x1_8x48_Avx512Vnni, &x86::kI8Conv1x1_32x12_Avx512Vnni, &x86::kI8DwConv3x3_C16_Avx512Vbmi, &x86::kI8DwConv5x5_C16_Avx512Vbmi, &x86::kI8DwConv3x3_64_Avx512Vnni, &x86::kI8DwConv5x5_64_Avx512Vnni, &x86::kI8DwConv3x3_16_Avx512, &x86::kI8DwConv5x5_16_Avx512,
           &x86::kI8ConvIm2col_32x12_Avx512Vnni};
 }
 std::vector<const I8MapKernel*> arch_i8_map_kernels() { return {&x86::kI8Map_Avx512}; }

@@ -69,6 +69,8 @@ extern const ConvKernel kBf16Conv1x1_32x12_Avx512Bf16;
 extern const I8ConvKernel kI8Conv1x1_8x48_Avx512Vnni;  // maps of more than 256 pixels
 extern const I8ConvKernel kI8Conv1x1_32x12_Avx512Vnni;
 extern const I8ConvKernel kI8ConvIm2col_32x12_Avx512Vnni;
+extern const I8ConvKernel kI8DwConv3x3_C16_Avx512Vbmi;  // depthwise, 16 channels along the vectors,
+extern const I8ConvKernel kI8DwConv5x5_C16_Avx512Vbmi;  // planar maps transposed (i8_dwconv_c16_avx512vbmi.cpp)
 extern const I8ConvKernel kI8DwConv3x3_64_Avx512Vnni;  // depthwise, stride 1 and 2, window rows
 extern const I8ConvKernel kI8DwConv5x5_64_Avx512Vnni;  // by vpdpbusd (i8_dwconv_64_avx512vnni.cpp)
 // Without VNNI: depthwise by exact fp32 FMAs, in one pass a channel (i8_dwconv_16_avx512.cpp).
