@@ -68,6 +68,7 @@ struct Tables {
   // to B (byte 2c + s: Q_2a+s's channel c), B pairs to D_b (lane l: pixel 4b + l's
   // channels), then the transpose in's inverse: E[h][k2] = channels 8 k2 .. + 7 of
   // pixels 8h .. + 7 (byte 8 channel + pixel), Y_k (lane i: channel 4k + i's pixels).
+  // pair and quad also pack four channels' quantized rows (int32 lanes) into a Y_k.
   alignas(64) uint8_t pair[64] = {};
   alignas(64) uint8_t quad[64] = {};
   alignas(64) uint8_t out1[2][64] = {};
@@ -186,13 +187,31 @@ void fill_offsets(const ConvGeometry& g, const Plan& p, uint32_t* off) {
   for (; i < p.offsets(); ++i) off[i] = off[p.pixels - 1];
 }
 
-// Sixteen values of a channel's row as bytes (the first n used): quantized floats, or an
-// int8 map's (16 read: maps are followed by kOverreadBytes).
-KESTREL_X86_INLINE __m128i row_x16(const float* p, int n, __m512 s) {
-  return _mm512_maskz_cvtepi32_epi8(0xFFFF, load_q8x16(p, V::lanes(n), s));
+// Channels 4k .. 4k + 3 (those below nc) of a row, 16 values from x on (the first n
+// used), as Y_k: lane i the bytes of channel 4k + i. An int8 map's rows are read as they
+// are (16 bytes: maps are followed by kOverreadBytes); floats are quantized, and their
+// int32 lanes' low bytes packed by two vpermt2b levels (three in all, against a vpmovdb
+// and an insert per channel).
+KESTREL_X86_INLINE __m512i channel_rows(const int8_t* in, size_t cstep, int k, int nc, __m512) {
+  __m512i v = _mm512_setzero_si512();
+  static_for<4>([&](auto i) KESTREL_LAMBDA_INLINE {
+    if (4 * k + i < nc) {
+      const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + static_cast<size_t>(4 * k + i) * cstep));
+      v = _mm512_maskz_inserti32x4(0xFFFF, v, r, decltype(i)::value);
+    }
+  });
+  return v;
 }
-KESTREL_X86_INLINE __m128i row_x16(const int8_t* p, int, __m512) {
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+KESTREL_X86_INLINE __m512i channel_rows(const float* in, size_t cstep, int k, int nc, __m512 s, int n) {
+  __m512i q[4];
+  static_for<4>([&](auto i) KESTREL_LAMBDA_INLINE {
+    q[i] = 4 * k + i < nc ? load_q8x16(in + static_cast<size_t>(4 * k + i) * cstep, V::lanes(n), s)
+                          : _mm512_setzero_si512();
+  });
+  return permute2(permute2(q[0], kTables.pair, q[1]), kTables.quad, permute2(q[2], kTables.pair, q[3]));
+}
+KESTREL_X86_INLINE __m512i channel_rows(const int8_t* in, size_t cstep, int k, int nc, __m512 s, int) {
+  return channel_rows(in, cstep, k, nc, s);
 }
 
 // Input row iy of channels c0 .. c0 + nc - 1 into the plane's padded row r, offset.
@@ -200,20 +219,11 @@ template <class T>
 void fill_row(const ConvGeometry& g, const T* in, size_t cstep, int c0, int nc, int iy, float scale, uint8_t* row) {
   const __m512 s = _mm512_set1_ps(scale);
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(kOffset));
+  const T* src = in + static_cast<size_t>(c0) * cstep + static_cast<size_t>(iy) * g.in_w;
   for (int x = 0; x < g.in_w; x += kPix) {
     const int n = std::min(kPix, g.in_w - x);
     __m512i y[4];
-    static_for<4>([&](auto k) KESTREL_LAMBDA_INLINE {
-      __m512i v = _mm512_setzero_si512();
-      static_for<4>([&](auto i) KESTREL_LAMBDA_INLINE {
-        const int c = 4 * k + i;
-        if (c < nc) {
-          const __m128i r = row_x16(in + static_cast<size_t>(c0 + c) * cstep + static_cast<size_t>(iy) * g.in_w + x, n, s);
-          v = _mm512_maskz_inserti32x4(0xFFFF, v, r, decltype(i)::value);
-        }
-      });
-      y[k] = v;
-    });
+    static_for<4>([&](auto k) KESTREL_LAMBDA_INLINE { y[k] = channel_rows(src + x, cstep, k, nc, s, n); });
     __m512i a[2][2];
     static_for<2>([&](auto h) KESTREL_LAMBDA_INLINE {
       static_for<2>([&](auto half) KESTREL_LAMBDA_INLINE { a[h][half] = permute2(y[2 * h], kTables.in1[half], y[2 * h + 1]); });
