@@ -402,4 +402,70 @@ TEST_SUITE("kernels") {
       if (k::i8_kernel_runs(*kern)) CHECK_MESSAGE(tested[kern->name] > 0, kern->name);
     }
   }
+
+  // A NaN or infinite bias (a corrupt model's: nothing checks biases) makes the
+  // requantization's fma NaN or infinite; the oracle turns a NaN into 0, then clamps.
+  // The x86 kernels skip that step where the clamp's range holds 0 (i8_avx512.h:
+  // Requant16), so this checks both cases: bounds around 0, and a Clip above it.
+  TEST_CASE("int8 kernels: NaN and infinite biases give the oracle's int8 outputs") {
+    const auto kernels = kt::runnable_kernels(k::i8_conv_kernels());
+    struct NCase {
+      int in_c, out_c, group, h, w, k, stride;
+    };
+    const NCase cases[] = {{33, 40, 1, 20, 20, 1, 1}, {33, 40, 1, 7, 7, 1, 1},  {20, 20, 20, 14, 14, 3, 1},
+                           {20, 20, 20, 9, 9, 3, 2},   {20, 20, 20, 12, 12, 5, 1}, {8, 12, 1, 9, 10, 3, 1}};
+    std::mt19937 rng(31);
+    std::uniform_int_distribution<int> q8(-127, 127);
+    int runs = 0;
+    for (const NCase& c : cases) {
+      for (int a = 0; a < 4; ++a) {
+        const Act acts[] = {Act::None, Act::ReLU, Act::Clip, Act::Clip};
+        k::ConvGeometry g = kt::pointwise(c.in_c, c.h, c.w, c.out_c, acts[a], true);
+        g.group = c.group;
+        g.kh = g.kw = c.k;
+        g.sh = g.sw = c.stride;
+        g.pad_top = g.pad_left = c.k / 2;
+        g.out_h = (c.h + 2 * (c.k / 2) - c.k) / c.stride + 1;
+        g.out_w = (c.w + 2 * (c.k / 2) - c.k) / c.stride + 1;
+        if (a == 3) g.act.alpha = 0.5f;  // lo > 0: the NaN must become lo
+        INFO(kt::describe_conv(g) << ", activation " << a);
+        const size_t taps = size_t(c.in_c / c.group) * c.k * c.k, in_plane = size_t(c.h) * c.w;
+        const size_t out_plane = size_t(g.out_h) * g.out_w;
+        std::vector<int8_t> w(size_t(g.out_c) * taps), in(in_plane * g.in_c + kestrel::kOverreadBytes);
+        for (auto& v : w) v = static_cast<int8_t>(q8(rng));
+        for (auto& v : in) v = static_cast<int8_t>(q8(rng));
+        std::vector<float> dequant(g.out_c, 1.f / 4000.f), bias(g.out_c, 0.25f);
+        bias[1] = NAN;
+        bias[2] = INFINITY;
+        bias[3] = -INFINITY;
+        dequant[4] = NAN;
+        const float out_scale = 37.f;
+        std::vector<int8_t> want(out_plane * g.out_c);
+        k::conv_reference_i8(g, w.data(), dequant.data(), bias.data(), in.data(), in_plane, out_scale, want.data(),
+                             nullptr, out_plane, 1);
+        for (const k::I8ConvKernel* kern : kernels) {
+          if (!k::i8_kernel_runs(*kern) || !kern->run_maps || !kern->supports(g)) continue;
+          INFO(kern->name);
+          Mat packed;
+          REQUIRE(packed.create(Shape::make1(static_cast<int>(kern->packed_bytes(g) / 4) + 1)));
+          kern->pack(g, w.data(), dequant.data(), bias.data(), packed.data);
+          std::vector<int8_t> out(out_plane * g.out_c + kestrel::kOverreadBytes, 0x5a);
+          k::I8Operands io;
+          io.in = in.data();
+          io.in_cstep = in_plane;
+          io.in_i8 = true;
+          io.in_scale = 50.f;
+          io.out = out.data();
+          io.out_cstep = out_plane;
+          io.out_scale = out_scale;
+          kt::KernelScratch scratch;
+          const auto ctx = scratch.make(kern->workspace_bytes(g), kern->workspace_per_thread_bytes(g), 2);
+          kern->run_maps(g, packed.data, io, ctx);
+          CHECK(std::equal(want.begin(), want.end(), out.begin()));
+          ++runs;
+        }
+      }
+    }
+    if (runs == 0) MESSAGE("skipped: no int8 kernel with int8 maps runs on this CPU");
+  }
 }

@@ -274,17 +274,15 @@ void fill_groups(const Plan& p, const Src& src, float scale, size_t g0, size_t g
 
 // An int8 output tile: NPX pixels' requantized channels (requantize_x16's floats, a
 // vector of W channels each) become rows of NPX bytes, channels r < mr, as
-// store_ctile's transposition does for floats. Rounded before the transposition, for
-// the scalar stores.
+// store_ctile's transposition does for floats. Converted as store_i8x16 does (a NaN
+// left by requantize_x16 to 0x80000000, whose low byte is kept) for the scalar stores.
 template <int NPX>
 KESTREL_X86_INLINE void store_byte_tile(const __m512 (&q)[NPX][MV], int8_t* c, size_t ldc, int mr) {
-  alignas(64) float buf[NPX][MR];
-  static_for<NPX>([&](auto j) {
-    static_for<MV>([&](auto v) {
-      V::storeu(&buf[j][v * W], _mm512_maskz_roundscale_ps(0xFFFF, q[j][v], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    });
-  });
   if constexpr (2 * NPX >= W) {
+    alignas(64) float buf[NPX][MR];
+    static_for<NPX>([&](auto j) {
+      static_for<MV>([&](auto v) { V::storeu(&buf[j][v * W], q[j][v]); });
+    });
     static_for<MV>([&](auto v) {
       __m512 t[W];
       static_for<W>([&](auto j) {
@@ -300,8 +298,15 @@ KESTREL_X86_INLINE void store_byte_tile(const __m512 (&q)[NPX][MV], int8_t* c, s
       });
     });
   } else {
+    alignas(64) int32_t buf[NPX][MR];
+    static_for<NPX>([&](auto j) {
+      static_for<MV>([&](auto v) {
+        _mm512_store_si512(&buf[j][v * W],
+                           _mm512_maskz_cvt_roundps_epi32(0xFFFF, q[j][v], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      });
+    });
     for (int r = 0; r < mr; ++r) {
-      for (int j = 0; j < NPX; ++j) c[static_cast<size_t>(r) * ldc + j] = static_cast<int8_t>(buf[j][r]);
+      for (int j = 0; j < NPX; ++j) c[static_cast<size_t>(r) * ldc + j] = static_cast<int8_t>(buf[j][r] & 0xFF);
     }
   }
 }
