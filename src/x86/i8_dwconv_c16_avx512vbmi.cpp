@@ -9,7 +9,7 @@
 //          the padding 128 (a zero); filled once per run, its input part rewritten per
 //          group, 16 x 16 bytes at a time by vpermt2b.
 //   steps  16 pixels of the flattened output plane (rows run on: a 7x7 map wastes no
-//          lanes), one pixel at a time: per window row and quad t, one 64-byte load of
+//          lanes), four pixels side by side: per window row and quad t, one 64-byte load of
 //          four positions, one vpermb that gives each channel's dword its four taps, one
 //          vpdpbusd against four weights of each channel. Each channel's sum starts from
 //          -128 times the sum of its weights, which takes the offset back out
@@ -19,7 +19,8 @@
 //          of 16 pixels (vpermt2b for bytes, transpose_square for floats), stored.
 // Packed per group: K * quads weight vectors (byte 4c + j: channel c's tap 4t + j of the
 // window row; zero past K and past the channels), then 16 start sums, 16 dequant factors
-// and 16 biases.
+// and 16 biases; after the groups, each output pixel's window offset in the plane (whole
+// steps of them, the pixels past the plane repeating its last: computed, not stored).
 #include <omp.h>
 
 #include <algorithm>
@@ -124,25 +125,27 @@ struct Plan {
         groups((g.out_c + kC - 1) / kC) {}
   size_t row_bytes() const { return static_cast<size_t>(cols) * kC; }
   size_t plane_bytes() const { return static_cast<size_t>(rows) * row_bytes(); }
-  // The offsets of each output pixel's window in the plane, whole steps of them.
   size_t offsets() const { return (pixels + kPix - 1) / kPix * kPix; }
-  size_t scratch_bytes() const { return plane_bytes() + offsets() * sizeof(uint32_t); }
 };
 
 template <int K>
 bool supports(const ConvGeometry& g) {
-  return i8_dwconv_window(g, K) && Plan(g, K).pixels <= kMaxPixels && Plan(g, K).plane_bytes() <= kMaxPlaneBytes;
+  if (!i8_dwconv_window(g, K)) return false;
+  const Plan p(g, K);
+  return p.pixels <= kMaxPixels && p.plane_bytes() <= kMaxPlaneBytes;
 }
 
 template <int K>
 size_t packed_bytes(const ConvGeometry& g) {
-  return static_cast<size_t>(Plan(g, K).groups) * kGroupBytes<K>;
+  const Plan p(g, K);
+  return static_cast<size_t>(p.groups) * kGroupBytes<K> + p.offsets() * sizeof(uint32_t);
 }
 
 template <int K>
 void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias, void* packed) {
+  const Plan p(g, K);
   uint8_t* dst = static_cast<uint8_t*>(packed);
-  for (int group = 0; group < Plan(g, K).groups; ++group, dst += kGroupBytes<K>) {
+  for (int group = 0; group < p.groups; ++group, dst += kGroupBytes<K>) {
     std::memset(dst, 0, kGroupBytes<K>);
     int32_t start[kC] = {};
     float dq[kC] = {}, b[kC] = {};
@@ -165,26 +168,21 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
     std::memcpy(tail + 64, dq, sizeof(dq));
     std::memcpy(tail + 128, b, sizeof(b));
   }
+  uint32_t* off = reinterpret_cast<uint32_t*>(dst);
+  size_t i = 0;
+  for (int oy = 0; oy < g.out_h; ++oy) {
+    for (int ox = 0; ox < g.out_w; ++ox) {
+      off[i++] = static_cast<uint32_t>(static_cast<size_t>(oy) * g.sh * p.row_bytes() + static_cast<size_t>(ox) * g.sw * kC);
+    }
+  }
+  for (; i < p.offsets(); ++i) off[i] = off[p.pixels - 1];
 }
 
 size_t no_workspace(const ConvGeometry&) { return 0; }
 
 template <int K>
 size_t workspace_per_thread_bytes(const ConvGeometry& g) {
-  return Plan(g, K).scratch_bytes();
-}
-
-// Each output pixel's window origin in the plane, the pixels past the plane's last repeating
-// its (computed, not stored).
-template <int S>
-void fill_offsets(const ConvGeometry& g, const Plan& p, uint32_t* off) {
-  size_t i = 0;
-  for (int oy = 0; oy < g.out_h; ++oy) {
-    for (int ox = 0; ox < g.out_w; ++ox) {
-      off[i++] = static_cast<uint32_t>(static_cast<size_t>(oy) * S * p.row_bytes() + static_cast<size_t>(ox) * S * kC);
-    }
-  }
-  for (; i < p.offsets(); ++i) off[i] = off[p.pixels - 1];
+  return Plan(g, K).plane_bytes();
 }
 
 // Channels 4k .. 4k + 3 (those below nc) of a row, 16 values from x on (the first n
@@ -192,7 +190,7 @@ void fill_offsets(const ConvGeometry& g, const Plan& p, uint32_t* off) {
 // are (16 bytes: maps are followed by kOverreadBytes); floats are quantized, and their
 // int32 lanes' low bytes packed by two vpermt2b levels (three in all, against a vpmovdb
 // and an insert per channel).
-KESTREL_X86_INLINE __m512i channel_rows(const int8_t* in, size_t cstep, int k, int nc, __m512) {
+KESTREL_X86_INLINE __m512i channel_rows(const int8_t* in, size_t cstep, int k, int nc, __m512, int) {
   __m512i v = _mm512_setzero_si512();
   static_for<4>([&](auto i) KESTREL_LAMBDA_INLINE {
     if (4 * k + i < nc) {
@@ -209,9 +207,6 @@ KESTREL_X86_INLINE __m512i channel_rows(const float* in, size_t cstep, int k, in
                           : _mm512_setzero_si512();
   });
   return permute2(permute2(q[0], kTables.pair, q[1]), kTables.quad, permute2(q[2], kTables.pair, q[3]));
-}
-KESTREL_X86_INLINE __m512i channel_rows(const int8_t* in, size_t cstep, int k, int nc, __m512 s, int) {
-  return channel_rows(in, cstep, k, nc, s);
 }
 
 // Input row iy of channels c0 .. c0 + nc - 1 into the plane's padded row r, offset.
@@ -244,7 +239,6 @@ void fill_row(const ConvGeometry& g, const T* in, size_t cstep, int c0, int nc, 
 // Sixteen requantized (or dequantized) pixel vectors into 16 planar rows of the group's
 // channels, the first n pixels from `p` on.
 struct Outputs {
-  const ConvGeometry* g;
   size_t cstep;
   int c0, nc;
 };
@@ -279,18 +273,20 @@ KESTREL_X86_INLINE __m512i taps_of(const uint8_t* p, __m512i taps) {
   return x;
 }
 
-// The window sums of the output pixel whose window starts at src, 16 channels.
+// The window sums of four output pixels (windows at plane + po[j]), 16 channels each,
+// side by side: four chains of vpdpbusd in flight.
 template <int K>
-KESTREL_X86_INLINE __m512i window_sums(const uint8_t* src, size_t rb, const __m512i (&w)[kWeightVectors<K>],
-                                       __m512i start, __m512i taps) {
-  __m512i acc = start;
+KESTREL_X86_INLINE void window_sums(const uint8_t* plane, const uint32_t* po, size_t rb,
+                                    const __m512i (&w)[kWeightVectors<K>], __m512i start, __m512i taps,
+                                    __m512i (&acc)[4]) {
+  static_for<4>([&](auto j) KESTREL_LAMBDA_INLINE { acc[j] = start; });
   static_for<K>([&](auto ky) KESTREL_LAMBDA_INLINE {
     static_for<kQuads<K>>([&](auto t) KESTREL_LAMBDA_INLINE {
-      const __m512i x = taps_of(src + ky * rb + 64 * t, taps);
-      acc = _mm512_dpbusd_epi32(acc, x, w[ky * kQuads<K> + t]);
+      static_for<4>([&](auto j) KESTREL_LAMBDA_INLINE {
+        acc[j] = _mm512_dpbusd_epi32(acc[j], taps_of(plane + po[j] + ky * rb + 64 * t, taps), w[ky * kQuads<K> + t]);
+      });
     });
   });
-  return acc;
 }
 
 template <int K, class T, class Out, class Epi>
@@ -312,7 +308,7 @@ void group(const ConvGeometry& g, const Plan& p, const T* in, size_t in_cstep, f
   const __m512 b = kBytes ? _mm512_mul_ps(bias, _mm512_set1_ps(rq.scale)) : bias;
   const __m512i taps = table(kTables.taps);
   const size_t rb = p.row_bytes();
-  const Outputs o{&g, out_cstep, c0, nc};
+  const Outputs o{out_cstep, c0, nc};
   for (size_t p0 = 0; p0 < p.pixels; p0 += kPix) {
     const int n = static_cast<int>(std::min<size_t>(kPix, p.pixels - p0));
     const uint32_t* po = off + p0;
@@ -320,20 +316,8 @@ void group(const ConvGeometry& g, const Plan& p, const T* in, size_t in_cstep, f
       // Four pixels at a time, packed as they come: fewer vectors live.
       __m512i quads[4];
       static_for<4>([&](auto bb) KESTREL_LAMBDA_INLINE {
-        // Four pixels' sums side by side: four chains of vpdpbusd in flight.
         __m512i acc[4];
-        const uint8_t* src[4];
-        static_for<4>([&](auto j) KESTREL_LAMBDA_INLINE {
-          acc[j] = start;
-          src[j] = plane + po[4 * bb + j];
-        });
-        static_for<K>([&](auto ky) KESTREL_LAMBDA_INLINE {
-          static_for<kQuads<K>>([&](auto t) KESTREL_LAMBDA_INLINE {
-            static_for<4>([&](auto j) KESTREL_LAMBDA_INLINE {
-              acc[j] = _mm512_dpbusd_epi32(acc[j], taps_of(src[j] + ky * rb + 64 * t, taps), w[ky * kQuads<K> + t]);
-            });
-          });
-        });
+        window_sums<K>(plane, po + 4 * bb, rb, w, start, taps, acc);
         __m512i r[4];
         static_for<4>([&](auto j) KESTREL_LAMBDA_INLINE {
           const __m512 sum = _mm512_maskz_cvtepi32_ps(0xFFFF, acc[j]);
@@ -345,9 +329,12 @@ void group(const ConvGeometry& g, const Plan& p, const T* in, size_t in_cstep, f
       store_pixels(o, out, p0, n, quads);
     } else {
       __m512 r[kPix];
-      static_for<kPix>([&](auto j) KESTREL_LAMBDA_INLINE {
-        const __m512 sum = _mm512_maskz_cvtepi32_ps(0xFFFF, window_sums<K>(plane + po[j], rb, w, start, taps));
-        r[j] = epi(_mm512_add_ps(_mm512_mul_ps(sum, d), b));
+      static_for<4>([&](auto bb) KESTREL_LAMBDA_INLINE {
+        __m512i acc[4];
+        window_sums<K>(plane, po + 4 * bb, rb, w, start, taps, acc);
+        static_for<4>([&](auto j) KESTREL_LAMBDA_INLINE {
+          r[4 * bb + j] = epi(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, acc[j]), d), b));
+        });
       });
       transpose_square(r);
       for (int c = 0; c < nc; ++c) {
@@ -367,18 +354,14 @@ template <int K>
 void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, const KernelContext& ctx) {
   const Plan p(g, K);
   const Requant16 rq = requant16_of(g.act, io.out_scale);
+  const uint32_t* off = reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(packed) +
+                                                          static_cast<size_t>(p.groups) * kGroupBytes<K>);
   with_i8_operands(io, [&](const auto* in, auto* out) {
     gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))
       {
         uint8_t* plane = static_cast<uint8_t*>(ctx.scratch_of(omp_get_thread_num()));
-        uint32_t* off = reinterpret_cast<uint32_t*>(plane + p.plane_bytes());
         std::memset(plane, kOffset, p.plane_bytes());
-        if (g.sh == 1) {
-          fill_offsets<1>(g, p, off);
-        } else {
-          fill_offsets<2>(g, p, off);
-        }
 #pragma omp for schedule(static)
         for (int grp = 0; grp < p.groups; ++grp) {
           const uint8_t* wg = static_cast<const uint8_t*>(packed) + static_cast<size_t>(grp) * kGroupBytes<K>;
