@@ -50,7 +50,8 @@ bool detect_in_order_cores() {
   return in_order(midr);
 }
 
-bool detect_feature(Feature f) {
+bool detect_feature(Feature f, Isa level) {
+  if (level != Isa::kNeon) return false;
   // The bits of Linux's arch/arm64/include/uapi/asm/hwcap.h, which older C libraries'
   // headers may lack.
   constexpr unsigned long kHwcapAsimdHp = 1ul << 10, kHwcapAsimdDp = 1ul << 20, kHwcap2Bf16 = 1ul << 14;

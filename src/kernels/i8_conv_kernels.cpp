@@ -8,7 +8,8 @@ const std::vector<const I8ConvKernel*>& i8_conv_kernels() {
 }
 
 bool i8_kernel_runs(const I8ConvKernel& k) {
-  return (!(k.needs & kI8NeedsDot8) || active_has(Feature::kDot8)) && (!(k.needs & kI8NeedsVbmi) || active_has(Feature::kVbmi));
+  return (!(k.needs & kI8NeedsDot8) || active_has(Feature::kDot8, k.isa)) &&
+         (!(k.needs & kI8NeedsVbmi) || active_has(Feature::kVbmi, k.isa));
 }
 
 const I8ConvKernel* select_i8_conv_kernel(const ConvGeometry& g, Isa isa) {

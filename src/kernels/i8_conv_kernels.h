@@ -53,7 +53,7 @@ inline void with_i8_operands(const I8Operands& io, F&& f) {
 // The extensions beyond its level that an int8 kernel needs (I8ConvKernel::needs).
 enum I8Needs : unsigned {
   kI8NeedsNothing = 0,
-  kI8NeedsDot8 = 1u << 0,  // Feature::kDot8: VNNI, SDOT
+  kI8NeedsDot8 = 1u << 0,  // Feature::kDot8 at the kernel's level: AVX512-VNNI, AVX-VNNI, SDOT
   kI8NeedsVbmi = 1u << 1,  // Feature::kVbmi
 };
 
@@ -106,8 +106,8 @@ inline bool i8_dwconv_window(const ConvGeometry& g, int k) {
          g.out_h > 0 && g.out_w > 0;
 }
 
-// True if the active features include every extension `k` needs (not its level: see
-// isa_allows).
+// True if the active features at k's level include every extension `k` needs (the
+// level itself: see isa_allows).
 bool i8_kernel_runs(const I8ConvKernel& k);
 
 // Every int8 convolution kernel compiled into this binary, in priority order.

@@ -64,9 +64,12 @@ namespace {
 constexpr Feature kFeatures[] = {Feature::kFp16Arith, Feature::kBf16, Feature::kDot8, Feature::kVbmi};
 constexpr int kFeatureCount = sizeof(kFeatures) / sizeof(kFeatures[0]);
 
+constexpr Isa kLevels[] = {Isa::kRef, Isa::kNeon, Isa::kAvx2, Isa::kAvx512};
+constexpr int kLevelCount = sizeof(kLevels) / sizeof(kLevels[0]);
+
 struct FeatureSet {
   bool host[kFeatureCount] = {};
-  bool active[kFeatureCount] = {};
+  bool active[kLevelCount][kFeatureCount] = {};  // by level
   char text[32] = {};
 };
 
@@ -85,13 +88,17 @@ const FeatureSet& features() {
   static const FeatureSet set = [] {
     FeatureSet s;
     const char* off = std::getenv("KESTREL_DISABLE");
-    // A level capped below the host's means a plain CPU of that level: no extensions.
-    const bool capped = active_isa() != host_isa();
+    const int active_level = static_cast<int>(active_isa());
     for (Feature f : kFeatures) {
       const int i = static_cast<int>(f);
-      s.host[i] = detail::detect_feature(f);
-      s.active[i] = s.host[i] && !capped && !(off && listed(off, feature_name(f)));
-      if (!s.active[i]) continue;
+      s.host[i] = host_isa() != Isa::kRef && detail::detect_feature(f, host_isa());
+      const bool disabled = off && listed(off, feature_name(f));
+      for (Isa level : kLevels) {
+        const int l = static_cast<int>(level);
+        s.active[l][i] = level != Isa::kRef && isa_allows(active_isa(), level) && !disabled &&
+                         detail::detect_feature(f, level);
+      }
+      if (!s.active[active_level][i]) continue;
       if (s.text[0]) std::strncat(s.text, ",", sizeof s.text - std::strlen(s.text) - 1);
       std::strncat(s.text, feature_name(f), sizeof s.text - std::strlen(s.text) - 1);
     }
@@ -103,7 +110,8 @@ const FeatureSet& features() {
 }  // namespace
 
 bool host_has(Feature f) { return features().host[static_cast<int>(f)]; }
-bool active_has(Feature f) { return features().active[static_cast<int>(f)]; }
+bool active_has(Feature f, Isa level) { return features().active[static_cast<int>(level)][static_cast<int>(f)]; }
+bool active_has(Feature f) { return active_has(f, active_isa()); }
 const char* active_features() { return features().text; }
 
 bool isa_allows(Isa active, Isa kernel) {

@@ -29,37 +29,37 @@ bool isa_allows(Isa active, Isa kernel);
 // where it cannot be told.
 bool host_has_in_order_cores();
 
-// Extensions beyond a level that some kernels need, each detected once:
+// Extensions beyond a level that some kernels need, each detected once, per level (a
+// kernel written for a level uses the extension's encoding of that level):
 // - kFp16Arith: fp16 vector arithmetic (aarch64 ARMv8.2 FEAT_FP16, HWCAP asimdhp:
 //   Cortex-A55/A75/A76/A78; x86 AVX512-FP16: Sapphire Rapids);
 // - kBf16: bf16 dot products (x86 AVX512-BF16; aarch64 FEAT_BF16, HWCAP2 bf16);
-// - kDot8: int8 dot products (aarch64 dotprod, HWCAP asimddp; x86 AVX512-VNNI or
-//   AVX-VNNI);
+// - kDot8: int8 dot products (aarch64 dotprod, HWCAP asimddp; x86 at kAvx512
+//   AVX512-VNNI, at kAvx2 AVX-VNNI: Alder Lake and later, Sapphire Rapids, Zen 4);
 // - kVbmi: byte permutes across a whole vector (x86 AVX512-VBMI, with AVX512-BW and -VL:
 //   Ice Lake, Sapphire Rapids, Zen 4; not Cascade Lake). None on aarch64, whose TBL
 //   every NEON kernel may use.
 enum class Feature { kFp16Arith, kBf16, kDot8, kVbmi };
-
 const char* feature_name(Feature f);  // "fp16", "bf16", "dot8", "vbmi"
-
-// What this CPU has, regardless of the environment.
+// What this CPU has at its level, regardless of the environment.
 bool host_has(Feature f);
-
-// What kernels may use: host_has(f), and none where KESTREL_ISA names a level below
-// the host's, or where KESTREL_DISABLE lists the feature ("fp16", "bf16,dot8"): so
-// the kernels that do without it can be tested on the same CPU.
+// What kernels of `level` may use: the CPU has f at that level, the level is allowed by
+// the active one (isa_allows), and KESTREL_DISABLE does not list the feature ("fp16",
+// "bf16,dot8"). A level capped by KESTREL_ISA keeps that level's extensions
+// (KESTREL_ISA=avx2 on a CPU with AVX-VNNI: an Alder Lake), so the kernels that do
+// without one are tested with KESTREL_DISABLE on the same CPU.
+bool active_has(Feature f, Isa level);
+// The same at the active level.
 bool active_has(Feature f);
-
-// The active features as text ("fp16,dot8"; "" for none), for tools and reports.
+// The active level's features as text ("fp16,dot8"; "" for none), for tools and reports.
 const char* active_features();
-
 namespace detail {
 // Defined once per architecture (src/arm/cpu_arm.cpp, src/x86/cpu_x86.cpp,
-// src/kernels/cpu_generic.cpp): the CPU's highest level, and whether any core issues
-// in order.
+// src/kernels/cpu_generic.cpp): the CPU's highest level, whether any core issues in
+// order, and whether the CPU has f in the encoding of `level` (<= the host's level).
 Isa detect_host_isa();
 bool detect_in_order_cores();
-bool detect_feature(Feature f);
+bool detect_feature(Feature f, Isa level);
 }  // namespace detail
 
 }  // namespace kestrel::kernels

@@ -11,6 +11,7 @@
 
 #include "kernels/i8_reference.h"
 #include "x86/f32_gemm_x86.h"
+#include "x86/i8_x86.h"
 #include "x86/x86_kernels.h"
 #include "x86/x86_vec.h"
 
@@ -52,25 +53,8 @@ KESTREL_X86_INLINE __m512i load_q8x16(const float* p, __mmask16 m, __m512 scale)
 }
 KESTREL_X86_INLINE __m512i load_q8x16(const int8_t* p, __mmask16, __m512) { return load_i8x16(p); }
 
-// An int8 output's requantization (kernels/i8_reference.h): per output channel the
-// factors of fma(float(sum), m, c), m = dequant * scale and c = bias * scale; the
-// bounds [lo, hi] of the activation once per layer, as floats.
-//
-// The oracle turns a NaN (a NaN or infinite factor's) into 0 before the clamp. Where
-// lo <= 0 <= hi (every activation but a Clip whose range leaves out 0), a NaN passes
-// the clamp (max(lo, v) and min(hi, v) return v) and converts to 0x80000000, whose low
-// byte, the one every store keeps, is that 0: no compare and mask per vector (5% of
-// MobileNet v2's int8 time, Intel Xeon).
-struct Requant16 {
-  float scale;
-  __m512 lo, hi;
-  bool nan_to_zero;  // the compare and mask needed: 0 is outside [lo, hi]
-};
-inline Requant16 requant16_of(const ActivationSpec& act, float scale) {
-  int lo = 0, hi = 0;
-  i8_output_bounds(act, scale, &lo, &hi);
-  return {scale, _mm512_set1_ps(static_cast<float>(lo)), _mm512_set1_ps(static_cast<float>(hi)), lo > 0 || hi < 0};
-}
+using Requant16 = RequantV<F32x16>;  // i8_x86.h
+inline Requant16 requant16_of(const ActivationSpec& act, float scale) { return requant_of<F32x16>(act, scale); }
 
 // requantize_i8 on sixteen sums held as integer-valued floats, up to its rounding: the
 // fma, LeakyReLU where Epi is it (the scaled domain; ReLU and Clip are the bounds), NaN

@@ -142,24 +142,17 @@ struct PointwiseRows {
 };
 
 // Any window (tap = input channel, kernel row, kernel column, the weights' order), from
-// the input as zero-padded byte planes (Padded below): first the threads write the
+// the input as zero-padded byte planes (PaddedPlanes): first the threads write the
 // planes, a share of the channels each (an fp32 map quantized, an int8 map copied), then
 // every tap of a group is one load at an offset, with no bounds to test. A group's runs
 // (its pixels along one output row each) are found once; a run's lanes read its row from
 // its first pixel's window origin: a load at stride 1, two and a permute at stride 2,
 // one byte at a time at larger strides, expanded into the run's lanes.
-struct Padded {
-  int rows, cols;  // of a channel's plane: the rows and columns any tap reads
-  size_t cstep;    // bytes from one channel's plane to the next
-  explicit Padded(const ConvGeometry& g)
-      : rows(std::max(g.pad_top + g.in_h, (g.out_h - 1) * g.sh + (g.kh - 1) * g.dh + 1)),
-        cols(std::max(g.pad_left + g.in_w, (g.out_w - 1) * g.sw + (g.kw - 1) * g.dw + 1)),
-        cstep((static_cast<size_t>(rows) * cols + 63) / 64 * 64) {}
-  // The planes, and room for a run's loads past the last (16 values at stride sw).
-  size_t bytes(const ConvGeometry& g) const {
-    return static_cast<size_t>(g.in_c) * cstep + static_cast<size_t>(W) * std::max(2, g.sw) + 64;
-  }
-};
+//
+// The planes, with room for a run's loads past the last (16 values at stride sw).
+size_t padded_bytes(const ConvGeometry& g) {
+  return PaddedPlanes(g).bytes(g, static_cast<size_t>(W) * std::max(2, g.sw) + 64);
+}
 
 // An input row of n values as bytes at dst: floats quantized, or bytes copied.
 void row_bytes(const float* src, int n, __m512 s, int8_t* dst) {
@@ -175,7 +168,7 @@ struct Im2colRows {
   const ConvGeometry& g;
   const T* in;
   size_t in_cstep;
-  Padded pad;
+  PaddedPlanes pad;
   int8_t* planes;
   __m512i even;  // lane L: element 2L of two vectors
 
@@ -183,25 +176,20 @@ struct Im2colRows {
       : g(geo), in(src), in_cstep(cs), pad(geo), planes(static_cast<int8_t*>(scratch)),
         even(_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0)) {}
 
-  // Channels [c0, c1) into their planes: the padding zero, the input's rows in place.
+  // Channels [c0, c1) into their planes.
   void fill(int c0, int c1, float scale) const {
     const __m512 s = _mm512_set1_ps(scale);
-    for (int c = c0; c < c1; ++c) {
-      int8_t* plane = planes + static_cast<size_t>(c) * pad.cstep;
-      std::fill(plane, plane + pad.cstep, int8_t{0});
-      for (int y = 0; y < g.in_h; ++y) {
-        row_bytes(in + c * in_cstep + static_cast<size_t>(y) * g.in_w, g.in_w, s,
-                  plane + static_cast<size_t>(g.pad_top + y) * pad.cols + g.pad_left);
-      }
-    }
+    pad.fill(g, planes, c0, c1, [&](int c, int y, int8_t* dst) {
+      row_bytes(in + c * in_cstep + static_cast<size_t>(y) * g.in_w, g.in_w, s, dst);
+    });
   }
 
   struct Cursor {
     const Im2colRows& s;
     ptrdiff_t origin[NP];  // a run's first pixel's window origin in the plane
     __mmask16 lanes[NP];   // and its lanes
-    int nruns = 0, ky = 0, kx = 0;
-    const int8_t* plane;
+    int nruns = 0;
+    TapWalk walk;
 
     // Sixteen bytes from p at stride sw, as int32 lanes.
     KESTREL_X86_INLINE __m512i strided(const int8_t* p) const {
@@ -214,37 +202,26 @@ struct Im2colRows {
     }
 
     KESTREL_X86_INLINE __m512i next(__m512) {
-      const ConvGeometry& g = s.g;
-      const int8_t* tap = plane + static_cast<ptrdiff_t>(ky) * g.dh * s.pad.cols + kx * g.dw;
+      const int8_t* tap = walk.at();
       __m512i v = _mm512_setzero_si512();
       for (int r = 0; r < nruns; ++r) v = _mm512_mask_expand_epi32(v, lanes[r], strided(tap + origin[r]));
-      if (++kx == g.kw) {
-        kx = 0;
-        if (++ky == g.kh) {
-          ky = 0;
-          plane += s.pad.cstep;
-        }
-      }
+      walk.step();
       return v;
     }
   };
 
   Cursor at(size_t gi, int np) const {
-    Cursor c{*this, {}, {}, 0, 0, 0, planes};
-    const size_t px = gi * NP;
-    int oy = static_cast<int>(px / g.out_w), ox = static_cast<int>(px % g.out_w);
-    for (int j = 0; j < np; ox = 0, ++oy) {
-      const int len = std::min(np - j, g.out_w - ox);
-      c.origin[c.nruns] = static_cast<ptrdiff_t>(oy) * g.sh * pad.cols + static_cast<ptrdiff_t>(ox) * g.sw;
+    Cursor c{*this, {}, {}, 0, {g, pad, planes}};
+    pad.for_each_run(g, gi * NP, np, [&](int j, int len, ptrdiff_t origin) {
+      c.origin[c.nruns] = origin;
       c.lanes[c.nruns++] = static_cast<__mmask16>(((1u << len) - 1u) << j);
-      j += len;
-    }
+    });
     return c;
   }
 };
 
 size_t workspace_pointwise(const ConvGeometry& g) { return group_bytes(g); }
-size_t workspace_im2col(const ConvGeometry& g) { return group_bytes(g) + Padded(g).bytes(g); }
+size_t workspace_im2col(const ConvGeometry& g) { return group_bytes(g) + padded_bytes(g); }
 
 // Groups [g0, g1) into `groups`: for each group, taps 4q .. 4q + 3 of its pixels for
 // each q in turn, quantized and packed into a dword a pixel, then each pixel's sum of
@@ -374,28 +351,12 @@ void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, c
   uint32_t* groups = static_cast<uint32_t*>(ctx.workspace);
   const size_t ngroups = p.group_count();
   const Requant16 rq = requant16_of(g.act, io.out_scale);
-  with_i8_operands(io, [&](const auto* in, auto* out) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
-    const Src<T> src(g, in, io.in_cstep, static_cast<uint8_t*>(ctx.workspace) + group_bytes(g));
-    gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
-#pragma omp parallel num_threads(std::max(1, ctx.num_threads))
-      {
-        const size_t t = omp_get_thread_num(), n = omp_get_num_threads();
-        src.fill(static_cast<int>(g.in_c * t / n), static_cast<int>(g.in_c * (t + 1) / n), io.in_scale);
-#pragma omp barrier
-        fill_groups(p, src, io.in_scale, ngroups * t / n, ngroups * (t + 1) / n, groups);
-#pragma omp barrier
-        // Thread t's share of the (panel, group) pairs, panel by panel: mostly the groups
-        // it filled, where the map has more groups than panels.
-        const size_t total = static_cast<size_t>(p.panels) * ngroups;
-        for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
-          const size_t gi = i % ngroups;
-          panel_group(g, p, packed, static_cast<int>(i / ngroups), gi, group_at(groups, p, gi), out, io.out_cstep, rq,
-                      epi);
-        }
-      }
-    });
-  });
+  run_dot_maps<V, Src>(
+      g, io, ctx, group_bytes(g), p.panels, ngroups,
+      [&](const auto& src, size_t g0, size_t g1) { fill_groups(p, src, io.in_scale, g0, g1, groups); },
+      [&](int panel, size_t gi, auto* out, const auto& epi) {
+        panel_group(g, p, packed, panel, gi, group_at(groups, p, gi), out, io.out_cstep, rq, epi);
+      });
 }
 
 }  // namespace

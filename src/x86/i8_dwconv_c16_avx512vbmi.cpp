@@ -36,8 +36,6 @@ KESTREL_X86_NS_BEGIN
 namespace {
 
 using V = F32x16;
-// static_for's bodies here are large: GCC would call them, with a vzeroupper each.
-#define KESTREL_LAMBDA_INLINE __attribute__((always_inline))
 constexpr int kC = 16;    // channels of a group: the lanes
 constexpr int kPix = 16;  // output pixels per step
 constexpr int kOffset = 128;

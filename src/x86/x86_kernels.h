@@ -77,6 +77,13 @@ extern const I8ConvKernel kI8DwConv5x5_64_Avx512Vnni;  // by vpdpbusd (i8_dwconv
 extern const I8ConvKernel kI8DwConv3x3_16_Avx512;
 extern const I8ConvKernel kI8DwConv5x5_16_Avx512;
 extern const I8MapKernel kI8Map_Avx512;  // int8 maps held as floats (i8_map_avx512.cpp)
+// int8 at 256 bits, without AVX-512 (src/x86/i8_conv_avx2.h): 1x1 layers and im2col
+// rows, by vpdpbusd where the CPU has AVX-VNNI, else by vpmaddubsw.
+extern const I8ConvKernel kI8Conv1x1_6x16_AvxVnni;
+extern const I8ConvKernel kI8ConvIm2col_6x16_AvxVnni;
+extern const I8ConvKernel kI8Conv1x1_4x16_Avx2;
+extern const I8ConvKernel kI8ConvIm2col_4x16_Avx2;
+extern const I8MapKernel kI8Map_Avx2;
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
 extern const ConvKernel kF32ConvSgemm_32x12_F16w_Avx512;

@@ -21,6 +21,8 @@
 #define KESTREL_X86_TU_NS avx512bf16_tu
 #elif defined(__AVX512F__)
 #define KESTREL_X86_TU_NS avx512_tu
+#elif defined(__AVXVNNI__)
+#define KESTREL_X86_TU_NS avxvnni_tu
 #elif defined(__AVX2__) && defined(__FMA__)
 #define KESTREL_X86_TU_NS avx2_tu
 #else
@@ -35,6 +37,9 @@
   }
 
 #define KESTREL_X86_INLINE __attribute__((always_inline)) inline
+// For a static_for body too large for GCC to inline by itself: it would call it, with a
+// vzeroupper each ([&](auto i) KESTREL_LAMBDA_INLINE { ... }).
+#define KESTREL_LAMBDA_INLINE __attribute__((always_inline))
 
 KESTREL_X86_NS_BEGIN
 
