@@ -151,22 +151,12 @@ void fill_pointwise(const Plan& p, const In* in, size_t in_cstep, float scale, s
       live += c < p.k;
     }
     int8_t* dst = quads + q * p.padded * kQuad;
+    // A row's last block reads up to 15 values past it, within kOverreadBytes: those
+    // lanes are pixels past the map, whose outputs are never stored. Blocks wholly past
+    // the map (the padding) are zero.
     for (size_t px = b0; px < b1; px += kBlock) {
       int8x16_t t[kQuad];
-      const size_t n = std::min<size_t>(kBlock, p.pixels > px ? p.pixels - px : 0);
-      for (int i = 0; i < kQuad; ++i) {
-        if (i >= live || n == 0) {
-          t[i] = vdupq_n_s8(0);
-        } else if (n == kBlock) {
-          t[i] = load16(rows[i] + px, s);
-        } else {
-          // The row's last pixels: read no further than the row (a kernel must not
-          // depend on the channel padding).
-          In tail[kBlock] = {};
-          std::memcpy(tail, rows[i] + px, n * sizeof(In));
-          t[i] = load16(tail, s);
-        }
-      }
+      for (int i = 0; i < kQuad; ++i) t[i] = i < live && px < p.pixels ? load16(rows[i] + px, s) : vdupq_n_s8(0);
       store_quads(dst + px * kQuad, t[0], t[1], t[2], t[3]);
     }
   }
@@ -304,7 +294,30 @@ void panel_group(const ConvGeometry& g, const Plan& p, const void* packed, int p
   }
 }
 
-// The quads filled by `fill(t, n)` on thread t of n, then every (panel, group) tile.
+// Groups [g0, g1) of one panel: where the output is int8 with a bounds-only activation
+// and the panel whole, the run of whole groups in one asm (dot_tiles_i8), the rest tile
+// by tile.
+template <class Out, class Epi>
+void panel_groups(const ConvGeometry& g, const Plan& p, const void* packed, int panel, size_t g0, size_t g1,
+                  const int8_t* quads, Out* out, size_t out_cstep, const i8::Requant& rq, const Epi& epi) {
+  if constexpr (std::is_same_v<Out, int8_t> && !i8::kScaledAct<Epi>) {
+    const size_t whole = std::min(g1, p.pixels / NP);
+    if (panel * MR + MR <= g.out_c && g0 < whole) {
+      const int8_t* a = static_cast<const int8_t*>(packed) + static_cast<size_t>(panel) * p.panel_bytes();
+      const float* dq = reinterpret_cast<const float*>(a + p.kd * MR * kQuad);
+      const float32x4_t s = vdupq_n_f32(rq.scale);
+      alignas(16) float mc[2 * MR];  // dequant * scale, then bias * scale
+      unroll<2 * MR / 4>([&](auto v) KESTREL_I8_LAMBDA { vst1q_f32(mc + 4 * v, vmulq_f32(vld1q_f32(dq + 4 * v), s)); });
+      i8::dot_tiles_i8(p.kd, a, quads + g0 * NP * kQuad, p.padded * kQuad, whole - g0, mc, rq.bounds(),
+                       out + static_cast<size_t>(panel) * MR * out_cstep + g0 * NP, out_cstep);
+      g0 = whole;
+    }
+  }
+  for (size_t gi = g0; gi < g1; ++gi) panel_group(g, p, packed, panel, gi, quads, out, out_cstep, rq, epi);
+}
+
+// The quads filled by `fill(t, n)` on thread t of n, then every (panel, group) tile:
+// thread t takes a range of the pairs in panel-major order, a panel's groups at a time.
 template <class Out, class Fill>
 void run_tiles(const ConvGeometry& g, const void* packed, int8_t* quads, Out* out, size_t out_cstep, float out_scale,
                int threads, Fill&& fill) {
@@ -317,8 +330,11 @@ void run_tiles(const ConvGeometry& g, const void* packed, int8_t* quads, Out* ou
       fill(t, n);
 #pragma omp barrier
       const size_t total = static_cast<size_t>(p.panels) * ngroups;
-      for (size_t i = total * t / n, end = total * (t + 1) / n; i < end; ++i) {
-        panel_group(g, p, packed, static_cast<int>(i / ngroups), i % ngroups, quads, out, out_cstep, rq, epi);
+      for (size_t i = total * t / n, end = total * (t + 1) / n; i < end;) {
+        const size_t panel = i / ngroups, stop = std::min(end, (panel + 1) * ngroups);
+        panel_groups(g, p, packed, static_cast<int>(panel), i - panel * ngroups, stop - panel * ngroups, quads, out,
+                     out_cstep, rq, epi);
+        i = stop;
       }
     });
   });

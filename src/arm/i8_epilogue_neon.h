@@ -2,6 +2,7 @@
 // (f32_gemm_epilogue_neon.h).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "arm/i8_neon.h"
@@ -21,7 +22,10 @@ namespace kestrel::kernels::arm::i8 {
 struct Requant {
   float scale;
   int8x16_t lo, hi;
+  // lo's 16 bytes, then hi's (the asm tiles' operand).
+  const int8_t* bounds() const { return reinterpret_cast<const int8_t*>(&lo); }
 };
+static_assert(offsetof(Requant, hi) == offsetof(Requant, lo) + sizeof(int8x16_t), "bounds() reads lo, then hi");
 inline Requant requant_of(const ActivationSpec& act, float scale) {
   int lo = 0, hi = 0;
   i8_output_bounds(act, scale, &lo, &hi);

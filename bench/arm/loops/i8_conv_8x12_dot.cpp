@@ -1,5 +1,5 @@
 // The SDOT tile of the int8 convolutions (src/arm/i8_conv_8x12_neondot.h: 8 channels x
-// 12 pixels, 24 SDOTs a tap quad); mca.py cuts its loop of two quads.
+// 12 pixels, 24 SDOTs a tap quad); mca.py cuts its loop of four quads.
 #include "arm/i8_conv_8x12_neondot.h"
 
 using namespace kestrel::kernels::arm;
