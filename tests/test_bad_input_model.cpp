@@ -340,10 +340,10 @@ TEST_CASE("weight and parameter errors") {
     layer_named(b, "a")->params = kt::concat_params(0);
     expect_load_failure(r, b.serialize(), ErrorCode::kCorruptModel, {"'a'", "ConvolutionParam"});
   }
-  SUBCASE("weight dtype I8 (not implemented)") {
+  SUBCASE("I8 weight whose bytes are sized for fp32") {
     ModelBuilder b = tiny_net();
     b.model().weights[0]->dtype = fb::DType::I8;
-    expect_load_failure(r, b.serialize(), ErrorCode::kUnsupported, {"I8", "a/w"});
+    expect_load_failure(r, b.serialize(), ErrorCode::kCorruptModel, {"a/w", "int8 values"});
   }
   SUBCASE("F16 weight whose bytes are sized for fp32") {
     ModelBuilder b = tiny_net();

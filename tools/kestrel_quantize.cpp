@@ -2,12 +2,14 @@
 //
 //   kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]
 //                    [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]
-//                    [--threads N] [--equalize]
+//                    [--threads N] [--equalize] [--weights int8|fp32]
 //
 // Runs the model in fp32 over the calibration images, pre-processed as its metadata says
 // (a task model as kestrel::Task does; any other as kestrel-run does by default:
 // tools/image_input.h), and writes OUT.kst with each int8 layer's activation scales
-// (converter/quantize/calibrate_model.h). An error writes nothing.
+// (converter/quantize/calibrate_model.h), and the weights of its int8 layers as int8
+// (converter/quantize/int8_weights.h; --weights fp32 keeps them fp32). An error writes
+// nothing.
 // Exit: 0 ok, 1 error, 2 bad command line.
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +25,7 @@
 #include "image_input.h"
 #include "quantize/calibrate_model.h"
 #include "quantize/equalize.h"
+#include "quantize/int8_weights.h"
 
 namespace {
 
@@ -31,12 +34,15 @@ namespace q = kestrel::quantize;
 const char* kUsage =
     "usage: kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]\n"
     "                        [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]\n"
-    "                        [--threads N] [--equalize]\n"
+    "                        [--threads N] [--equalize] [--weights int8|fp32]\n"
     "--sensitivity prints, for each layer that runs int8, the signal-to-quantization-noise\n"
     "ratio of the network's outputs (dB, over the calibration images) with that layer alone\n"
     "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again.\n"
     "--equalize first evens out the channel ranges of the maps depthwise layers read\n"
-    "(scaling the producer's channels up and the depthwise layer's down: the same network).\n";
+    "(scaling the producer's channels up and the depthwise layer's down: the same network).\n"
+    "--weights int8 (the default) stores the int8 layers' weights as int8 with a scale per\n"
+    "output channel (a quarter of their fp32 bytes; int8 inference is the same, an fp32 run\n"
+    "of OUT.kst reads them dequantized); --weights fp32 keeps them as they are.\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -76,6 +82,7 @@ int main(int argc, char** argv) {
   q::CalibrationOptions opt;
   bool sensitivity = false;
   bool equalize = false;
+  bool int8_weights = true;
   double keep_below_db = 0.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -105,6 +112,12 @@ int main(int argc, char** argv) {
     } else if (a == "--keep-fp32") {
       if (!value(&v)) return std::fputs(kUsage, stderr), 2;
       for (const std::string& name : split(v)) opt.keep_fp32.push_back(name);
+    } else if (a == "--weights") {
+      if (!value(&v) || (v != "int8" && v != "fp32")) {
+        std::fprintf(stderr, "kestrel-quantize: --weights wants int8 or fp32\n");
+        return 2;
+      }
+      int8_weights = v == "int8";
     } else if (a == "--equalize") {
       equalize = true;
     } else if (a == "--sensitivity") {
@@ -199,6 +212,16 @@ int main(int argc, char** argv) {
       std::printf("with %zu layers kept in fp32: %.2f dB\n", opt.keep_fp32.size() - kept_by_hand, whole);
     }
   }
+  size_t int8_layers = 0;
+  if (int8_weights) {
+    std::vector<std::string> converted;
+    std::string with_int8;
+    if (!(s = q::store_int8_weights(quantized, &with_int8, &converted)).ok()) return fail(s.message());
+    std::printf("int8 weights: %zu layers, model %.2f -> %.2f MiB\n", converted.size(), quantized.size() / 1048576.0,
+                with_int8.size() / 1048576.0);
+    int8_layers = converted.size();
+    quantized = std::move(with_int8);
+  }
   const std::string tmp = out + ".tmp";
   {
     std::ofstream o(tmp, std::ios::binary);
@@ -206,7 +229,7 @@ int main(int argc, char** argv) {
     if (!o) return std::remove(tmp.c_str()), fail("cannot write '" + out + "'");
   }
   if (std::rename(tmp.c_str(), out.c_str()) != 0) return std::remove(tmp.c_str()), fail("cannot write '" + out + "'");
-  std::printf("wrote %s: %zu blob scales by %s over %zu images\n", out.c_str(), report.size(),
-              q::method_name(opt.method), images.size());
+  std::printf("wrote %s: %zu blob scales by %s over %zu images, %zu layers' weights int8\n", out.c_str(),
+              report.size(), q::method_name(opt.method), images.size(), int8_layers);
   return 0;
 }

@@ -197,8 +197,8 @@ double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::
   return std::min(kExactSqnrDb, 10.0 * std::log10(signal / noise));
 }
 
-// The layers that run int8 in `model`: convolutions and inner products whose input has a
-// scale, not kept.
+}  // namespace
+
 std::vector<std::string> int8_layers(const fb::Model* model) {
   std::set<std::string> kept;
   if (const fb::Quantization* q = model->quantization()) {
@@ -219,7 +219,6 @@ std::vector<std::string> int8_layers(const fb::Model* model) {
   return out;
 }
 
-}  // namespace
 
 Status sensitivity(const std::string& quantized, size_t count, const InputSource& source, int threads,
                    std::vector<LayerSensitivity>* layers, double* whole_db) {

@@ -13,6 +13,7 @@
 #include "quantize/calibration.h"
 
 namespace kestrel::fb {
+struct Model;
 struct ModelT;
 }
 
@@ -52,6 +53,10 @@ bool int8_layer_type(const std::string& type);
 // input's scale is always its min-max.
 Status calibrate(const std::string& model_bytes, size_t count, const InputSource& source,
                  const CalibrationOptions& options, std::string* out_bytes, std::vector<BlobReport>* report);
+
+// The layers that run int8 in `model`: Convolutions and InnerProducts whose input has a
+// scale, not kept in fp32, in model order.
+std::vector<std::string> int8_layers(const fb::Model* model);
 
 // How much int8 costs each layer: the signal-to-quantization-noise ratio of the network's
 // outputs (all of them, over every input: 10 log10(sum ref^2 / sum (ref - got)^2), in

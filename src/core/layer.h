@@ -24,7 +24,18 @@ struct WeightView {
   // (Layer::widens_weight): data is nullptr and these are its `count` halves, in the
   // model's buffer for the Net's lifetime.
   const uint16_t* half_data = nullptr;
+  // An I8 weight of the model (kestrel-quantize): data is nullptr and these are its
+  // `count` int8 values, rows = shape[0] of count / rows with one scale each, in the
+  // model's buffer for the Net's lifetime. A layer that widens it itself takes them as
+  // they are where it computes in int8; every other reader gets q / scale as floats.
+  const int8_t* i8_data = nullptr;
+  const float* i8_scales = nullptr;
+  size_t rows() const { return shape.empty() ? 1 : static_cast<size_t>(shape[0]); }
 };
+
+// A view's `count` values as floats into out: its F16 halves widened, or its I8 values
+// dequantized (q / scale), or its floats copied.
+void widen_weight(const WeightView& v, float* out);
 
 struct LoadContext {
   const fb::Layer* layer = nullptr;  // typed parameters: layer->params_as_XxxParam()

@@ -15,8 +15,19 @@
 #include "core/net_precision.h"
 #include "core/net_impl.h"
 #include "core/weight_release.h"
+#include "kernels/i8_reference.h"
 
 namespace kestrel {
+
+void widen_weight(const WeightView& v, float* out) {
+  if (v.i8_data) {
+    kernels::dequantize_rows_i8(v.i8_data, v.i8_scales, v.rows(), v.count / v.rows(), out);
+  } else if (v.half_data) {
+    for (size_t k = 0; k < v.count; ++k) out[k] = half_to_float(v.half_data[k]);
+  } else {
+    std::copy(v.data, v.data + v.count, out);
+  }
+}
 
 namespace {
 
@@ -127,6 +138,25 @@ Status override_input_shapes(NetImpl& net, const std::map<std::string, Shape>& s
   return Status::Ok();
 }
 
+// An I8 weight's scales: one a row (shape[0] rows, at least one value each), each
+// finite and positive, since a layer that reads fp32 divides by it.
+Status check_i8_scales(const fb::Weight& w, const WeightView& v, size_t count, const std::string& what) {
+  const size_t rows = v.rows();
+  if (v.shape.empty() || rows == 0 || count % rows != 0) return corrupt(what + ": an int8 weight needs rows (shape[0])");
+  if (!w.scales() || w.scales()->size() != rows) {
+    return corrupt(what + ": an int8 weight needs " + std::to_string(rows) + " scales (one a row), has " +
+                   std::to_string(w.scales() ? w.scales()->size() : 0));
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    const float s = w.scales()->Get(static_cast<flatbuffers::uoffset_t>(r));
+    if (!(std::isfinite(s) && s > 0.f)) {
+      return corrupt(what + ": int8 scale of row " + std::to_string(r) + " is " + std::to_string(s) +
+                     " (must be finite and positive)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
   const fb::Model& m = *net.model;
   if (!m.weights()) return Status::Ok();
@@ -134,8 +164,8 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
   for (size_t i = 0; i < m.weights()->size(); ++i) {
     const fb::Weight* w = m.weights()->Get(static_cast<flatbuffers::uoffset_t>(i));
     const std::string what = "weight #" + std::to_string(i) + " " + quoted(w->name());
-    const bool half = w->dtype() == fb::DType::F16;
-    if (w->dtype() != fb::DType::F32 && !half) {
+    const bool half = w->dtype() == fb::DType::F16, i8 = w->dtype() == fb::DType::I8;
+    if (w->dtype() != fb::DType::F32 && !half && !i8) {
       return Status(ErrorCode::kUnsupported,
                     what + ": dtype " + std::string(fb::EnumNameDType(w->dtype())) + " is not supported yet");
     }
@@ -149,10 +179,16 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
       v.shape.push_back(d);
     }
     size_t bytes = 0;
-    const size_t element = half ? sizeof(uint16_t) : sizeof(float);
+    const size_t element = half ? sizeof(uint16_t) : i8 ? sizeof(int8_t) : sizeof(float);
     if (!checked_mul({count, element}, &bytes) || bytes != w->data()->size()) {
       return corrupt(what + ": data has " + std::to_string(w->data()->size()) + " bytes, shape needs " +
-                     std::to_string(count) + (half ? " halves" : " floats"));
+                     std::to_string(count) + (half ? " halves" : i8 ? " int8 values" : " floats"));
+    }
+    if (i8) {
+      Status s = check_i8_scales(*w, v, count, what);
+      if (!s.ok()) return s;
+    } else if (w->scales() && w->scales()->size() > 0) {
+      return corrupt(what + ": scales on a " + std::string(fb::EnumNameDType(w->dtype())) + " weight");
     }
     if (reinterpret_cast<uintptr_t>(w->data()->data()) % kAlignment != 0) {
       return corrupt(what + ": data is not 64-byte aligned");
@@ -163,6 +199,11 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
       v.half_data = reinterpret_cast<const uint16_t*>(w->data()->data());
       v.halves = true;
       net.model_weights[i].f16 = true;
+    } else if (i8) {
+      // Likewise dequantized for the layers that read fp32 (widen_for_layer).
+      v.i8_data = reinterpret_cast<const int8_t*>(w->data()->data());
+      v.i8_scales = w->scales()->data();
+      net.model_weights[i].i8 = true;
     } else {
       v.data = reinterpret_cast<const float*>(w->data()->data());
     }
@@ -181,17 +222,19 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
 void widen_for_layer(NetImpl& net, const fb::Layer& fl, const Layer& layer, std::vector<WeightView>* views) {
   for (size_t pos = 0; pos < views->size(); ++pos) {
     WeightView& v = (*views)[pos];
-    if (v.data || !v.half_data) continue;
+    if (v.data || (!v.half_data && !v.i8_data)) continue;
     if (layer.widens_weight(pos)) continue;
     NetImpl::ModelWeight& mw = net.model_weights[fl.weights()->Get(static_cast<flatbuffers::uoffset_t>(pos))];
     if (!mw.widened) {
       net.widened_weights.emplace_back(v.count);
       std::vector<float>& wide = net.widened_weights.back();
-      for (size_t k = 0; k < v.count; ++k) wide[k] = half_to_float(v.half_data[k]);
+      widen_weight(v, wide.data());
       mw.widened = &wide;
     }
     v.data = mw.widened->data();
     v.half_data = nullptr;
+    v.i8_data = nullptr;
+    v.i8_scales = nullptr;
   }
 }
 

@@ -133,6 +133,14 @@ Status round_weights_to_half(NetImpl& net, int li, std::vector<WeightView>* weig
   for (size_t pos = 0; pos < weights->size(); ++pos) {
     const uint32_t w = fl->weights()->Get(static_cast<flatbuffers::uoffset_t>(pos));
     WeightView& v = (*weights)[pos];
+    if (!v.data && v.i8_data) {
+      // An I8 weight of a layer that widens its own: its floats, then rounded below.
+      net.widened_weights.emplace_back(v.count);
+      widen_weight(v, net.widened_weights.back().data());
+      v.data = net.widened_weights.back().data();
+      v.i8_data = nullptr;
+      v.i8_scales = nullptr;
+    }
     for (size_t k = 0; k < v.count; ++k) {
       const float x = v.data ? v.data[k] : half_to_float(v.half_data[k]);
       if (std::isfinite(x) && std::fabs(half_to_float(float_to_half(x))) <= 65504.f) continue;

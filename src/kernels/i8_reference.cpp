@@ -50,6 +50,12 @@ void quantize_rows_i8(const float* w, size_t rows, size_t n, int8_t* q, float* s
   }
 }
 
+void dequantize_rows_i8(const int8_t* q, const float* scales, size_t rows, size_t n, float* w) {
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < n; ++i) w[r * n + i] = static_cast<float>(q[r * n + i]) / scales[r];
+  }
+}
+
 namespace {
 
 // int32 sums of int8 products, then the per-channel dequantization, the bias and the

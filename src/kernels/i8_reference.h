@@ -51,6 +51,10 @@ void quantize_i8(const float* x, int8_t* q, size_t n, float scale);
 // row of zeros) and q = quantize_i8(w, scales[r]).
 void quantize_rows_i8(const float* w, size_t rows, size_t n, int8_t* q, float* scales);
 
+// The fp32 weights an I8 weight of a model stands for (kestrel.fbs, Weight.scales):
+// w = q / scales[r], for a layer that computes in fp32.
+void dequantize_rows_i8(const int8_t* q, const float* scales, size_t rows, size_t n, float* w);
+
 // The int8 convolution oracle on planar operands (channel c at in + c * in_cstep
 // bytes), the padding reading zeros; `dequant` has out_c entries, `bias` out_c or
 // nullptr. out_scale > 0: int8 outputs (out_i8; g.act one of i8_output_activation's),

@@ -33,7 +33,7 @@ const kernels::ConvKernel* exact_float_kernel(kernels::ConvGeometry* g) {
 }  // namespace
 
 Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
-                         KernelSet set) {
+                         KernelSet set, const int8_t* q, const float* q_scales) {
   g_ = g;
   bias_ = bias;
   in_scale_ = in_scale;
@@ -48,7 +48,12 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
   const size_t taps = static_cast<size_t>(g.in_c / g.group) * g.kh * g.kw;
   w8_.assign(static_cast<size_t>(g.out_c) * taps, 0);
   std::vector<float> w_scale(static_cast<size_t>(g.out_c));
-  kernels::quantize_rows_i8(weight, static_cast<size_t>(g.out_c), taps, w8_.data(), w_scale.data());
+  if (q) {
+    std::copy(q, q + w8_.size(), w8_.begin());
+    std::copy(q_scales, q_scales + w_scale.size(), w_scale.begin());
+  } else {
+    kernels::quantize_rows_i8(weight, static_cast<size_t>(g.out_c), taps, w8_.data(), w_scale.data());
+  }
   dequant_.resize(w_scale.size());
   for (size_t o = 0; o < w_scale.size(); ++o) dequant_[o] = 1.f / (in_scale * w_scale[o]);
   if (set == KernelSet::kFast) {
@@ -77,7 +82,7 @@ Status Int8Conv::prepare(const kernels::ConvGeometry& g, const float* weight, co
   maps_ = true;
   if (set != KernelSet::kFast) {
     Int8Conv fast;
-    Status s = fast.prepare(g, weight, bias, in_scale, KernelSet::kFast);
+    Status s = fast.prepare(g, weight, bias, in_scale, KernelSet::kFast, q, q_scales);
     if (!s.ok()) return s;
     maps_ = fast.maps_;
   }
@@ -144,11 +149,15 @@ Status Int8Conv::prepare_chunks(const kernels::ConvGeometry& g) {
 
 Status prepare_int8_layer(const kernels::ConvGeometry& g, WidenedWeight* widened, const float* bias,
                           const PrepareContext& ctx, Int8Conv* int8, Layer* layer) {
-  Status s = int8->prepare(g, widened->floats(), bias, ctx.int8_in_scale, ctx.kernels);
+  // An I8 weight of the model goes in as it is: the same values quantize_rows_i8 gives
+  // its fp32 original, which kestrel-quantize quantized with it.
+  const int8_t* q = widened->int8();
+  Status s = int8->prepare(g, q ? nullptr : widened->floats(), bias, ctx.int8_in_scale, ctx.kernels, q,
+                           widened->int8_scales());
   layer->workspace_bytes = int8->workspace_bytes();
   layer->workspace_per_thread_bytes = int8->workspace_per_thread_bytes();
   layer->kernel_name = int8->kernel_name();
-  if (widened->from_halves()) widened->drop();
+  if (widened->compact()) widened->drop();
   return s;
 }
 

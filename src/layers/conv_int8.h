@@ -26,11 +26,13 @@ namespace kestrel {
 
 class Int8Conv {
  public:
-  // Quantizes `weight` ([out_c][in_c / group][kh][kw] floats) per output channel and
-  // picks the route for `g` (planar operands) on `set`. `bias` (out_c floats or nullptr)
-  // must outlive this object. Errors: out of memory for the packed weights.
+  // Quantizes `weight` ([out_c][in_c / group][kh][kw] floats) per output channel, or
+  // takes them quantized (q, with q_scales: an I8 weight of the model, quantize_rows_i8's
+  // values; weight may then be nullptr), and picks the route for `g` (planar operands) on
+  // `set`. `bias` (out_c floats or nullptr) must outlive this object; q is copied.
+  // Errors: out of memory for the packed weights.
   Status prepare(const kernels::ConvGeometry& g, const float* weight, const float* bias, float in_scale,
-                 KernelSet set);
+                 KernelSet set, const int8_t* q = nullptr, const float* q_scales = nullptr);
 
   // Int8 maps (Shape::i8, core/net_int8.cpp): re-targets the route to read an int8
   // input (in_i8) and to write an int8 output requantized for out_scale (> 0; 0: fp32;

@@ -200,7 +200,7 @@ class Convolution final : public Layer {
   // never read from the model (WidenedWeight).
   bool reads_weight_in_place(size_t i) const override {
     if (i == 0 && i8_) return false;  // quantized (Int8Conv)
-    return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
+    return !kernel_ && !fc_kernel_ && !(i == 0 && widened_.compact() && !halves_reference_);
   }
   bool widens_weight(size_t i) const override { return i == 0; }
   bool computes_bf16() const override { return g_.bf16; }
@@ -231,7 +231,7 @@ class Convolution final : public Layer {
   // Frees widened F16 weights once a packing (or the reference loop on halves) holds
   // them (WidenedWeight): the fp16 and bf16 oracles alone read weight_.
   void drop_floats() {
-    if (widened_.from_halves() && (kernel_ || fc_kernel_ || halves_reference_)) {
+    if (widened_.compact() && (kernel_ || fc_kernel_ || halves_reference_)) {
       widened_.drop();
       weight_ = nullptr;
     }

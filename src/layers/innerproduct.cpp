@@ -44,7 +44,7 @@ class InnerProduct final : public Layer {
     num_input_ = w.shape[1];
     size_t expected = 0;
     if (!checked_mul({size_t(num_output_), size_t(num_input_)}, &expected)) return corrupt("weight count overflows");
-    if (w.count != expected || (!w.data && !w.half_data)) {
+    if (w.count != expected || (!w.data && !w.half_data && !w.i8_data)) {
       return corrupt("weight has " + std::to_string(w.count) + " values, expected " + std::to_string(expected));
     }
     weight_ = widened_.bind(w);
@@ -104,7 +104,7 @@ class InnerProduct final : public Layer {
   // from the model (WidenedWeight).
   bool reads_weight_in_place(size_t i) const override {
     if (i == 0 && i8_) return false;  // quantized (Int8Conv)
-    return !kernel_ && !(i == 0 && widened_.from_halves() && !halves_reference_);
+    return !kernel_ && !(i == 0 && widened_.compact() && !halves_reference_);
   }
   bool widens_weight(size_t i) const override { return i == 0; }
   bool computes_int8() const override { return i8_; }
@@ -143,7 +143,7 @@ class InnerProduct final : public Layer {
     // Halves no kernel takes run the fp32 reference loop on the halves in place.
     halves_reference_ = s.ok() && !kernel_ && widened_.from_halves() && !f16_reference_;
     if (halves_reference_) workspace_per_thread_bytes = kernels::fc_reference_halves_scratch(g_);
-    if (widened_.from_halves() && (kernel_ || halves_reference_)) {
+    if (widened_.compact() && (kernel_ || halves_reference_)) {
       widened_.drop();  // the packing holds them; the fp16 oracle alone reads weight_
       weight_ = nullptr;
     }

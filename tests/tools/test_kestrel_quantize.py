@@ -68,6 +68,18 @@ def main():
         check("the calibrated model runs (fp32)", r.returncode == 0, r)
         r = run(RUN, out, images[0], "--precision", "int8")
         check("the calibrated model runs (int8)", r.returncode == 0, r)
+        # The int8 layers' weights stored int8 (the default) or fp32: a quarter of the
+        # bytes, the same int8 answer.
+        f32w = d / "v1_qf.kst"
+        r = run(QUANTIZE, model, *images, "-o", f32w, "--method", "minmax", "--weights", "fp32")
+        check("--weights fp32 writes the model", r.returncode == 0 and "0 layers' weights int8" in r.stdout, r)
+        ratio = out.stat().st_size / f32w.stat().st_size
+        check(f"int8 weights: the file at 0.3x or less of fp32 weights' ({ratio:.3f})", ratio <= 0.3, r)
+        a = run(RUN, out, images[0], "--precision", "int8", "--top", 5)
+        b = run(RUN, f32w, images[0], "--precision", "int8", "--top", 5)
+        scores = lambda text: [l for l in text.splitlines() if not l.startswith(("image", "latency"))]
+        check("int8 weights: the same int8 scores as fp32 weights", a.returncode == 0 and scores(a.stdout) ==
+              scores(b.stdout) and len(scores(a.stdout)) == 5, b)
         kl = d / "v1_kl.kst"
         r = run(QUANTIZE, model, *images, "-o", kl)
         methods = {row[0]: row[4] for row in report_rows(r.stdout)}
@@ -86,6 +98,7 @@ def main():
         fails("a missing model", run(QUANTIZE, d / "none.kst", *images, "-o", o), 1, o, "none.kst")
         fails("no -o", run(QUANTIZE, model, *images), 2, o, "usage")
         fails("an unknown method", run(QUANTIZE, model, *images, "-o", o, "--method", "mse"), 2, o, "--method")
+        fails("an unknown --weights", run(QUANTIZE, model, *images, "-o", o, "--weights", "int4"), 2, o, "--weights")
 
     failed = [(n, detail) for n, ok, detail in results if not ok]
     for n, ok, _ in results:
