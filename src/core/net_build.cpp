@@ -203,7 +203,6 @@ Status read_weights(NetImpl& net, std::vector<WeightView>* views) {
       // Likewise dequantized for the layers that read fp32 (widen_for_layer).
       v.i8_data = reinterpret_cast<const int8_t*>(w->data()->data());
       v.i8_scales = w->scales()->data();
-      net.model_weights[i].i8 = true;
     } else {
       v.data = reinterpret_cast<const float*>(w->data()->data());
     }

@@ -92,7 +92,6 @@ struct NetImpl {
     size_t size = 0;
     std::vector<float>* widened = nullptr;  // made for the layers that read fp32
     bool f16 = false;                        // stored as F16
-    bool i8 = false;                         // stored as I8 (with per-row scales)
     std::vector<std::pair<int, int>> users;
   };
   std::vector<ModelWeight> model_weights;

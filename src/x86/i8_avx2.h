@@ -64,11 +64,48 @@ inline Requant8 requant8_of(const ActivationSpec& act, float scale) { return req
 // requantize_i8 on eight int32 sums: the fma, LeakyReLU where Epi is it, NaN to 0 (or
 // left to the conversion), the clamp, the rounding to nearest even.
 template <class Epi>
-KESTREL_X86_INLINE __m256i requantize_x8(__m256i sum, __m256 m, __m256 c, const Requant8& rq, const Epi& epi) {
-  __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), m, c);
+KESTREL_X86_INLINE __m256i requantize_x8(__m256 sum, __m256 m, __m256 c, const Requant8& rq, const Epi& epi) {
+  __m256 v = _mm256_fmadd_ps(sum, m, c);
   if constexpr (std::is_same_v<Epi, gemm::Epilogue<F32x8, gemm::Act::kLeaky>>) v = epi(v);
   if (rq.nan_to_zero) v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
   return _mm256_cvtps_epi32(_mm256_min_ps(rq.hi, _mm256_max_ps(rq.lo, v)));
+}
+template <class Epi>
+KESTREL_X86_INLINE __m256i requantize_x8(__m256i sum, __m256 m, __m256 c, const Requant8& rq, const Epi& epi) {
+  return requantize_x8(_mm256_cvtepi32_ps(sum), m, c, rq, epi);
+}
+
+// The low byte of each int32 lane of a, as the low eight bytes (low_bytes16's
+// truncation).
+KESTREL_X86_INLINE __m128i low_bytes8(__m256i a) {
+  const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                                        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i t = _mm256_shuffle_epi8(a, pick);
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(t, _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1)));
+}
+
+// Eight sums of one channel (as floats) out, the first n (<= 8): fp32, float(sum) * d + b
+// and the activation (conv_reference_i8's order); or bytes requantized by rq, with d and
+// b then the channel's factors m and c (store_sums_x16's counterpart).
+template <class Epi>
+KESTREL_X86_INLINE void store_sums_x8(float* dst, __m256 sum, __m256 d, __m256 b, int n, const Requant8&,
+                                      const Epi& epi) {
+  const __m256 y = epi(_mm256_add_ps(_mm256_mul_ps(sum, d), b));
+  if (n >= 8) {
+    _mm256_storeu_ps(dst, y);
+  } else if (n > 0) {
+    F32x8::store_partial(dst, y, n);
+  }
+}
+template <class Epi>
+KESTREL_X86_INLINE void store_sums_x8(int8_t* dst, __m256 sum, __m256 m, __m256 c, int n, const Requant8& rq,
+                                      const Epi& epi) {
+  const __m128i q = low_bytes8(requantize_x8(sum, m, c, rq, epi));
+  if (n >= 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), q);
+  } else {
+    store_bytes(dst, q, n);
+  }
 }
 
 KESTREL_X86_NS_END

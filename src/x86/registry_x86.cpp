@@ -50,7 +50,7 @@ std::vector<const I8ConvKernel*> arch_i8_conv_kernels() {
       &x86::kI8DwConv3x3_16_Avx512,      &x86::kI8DwConv5x5_16_Avx512,      &x86::kI8ConvIm2col_32x12_Avx512Vnni,
       // 256 bits: AVX-VNNI, then plain AVX2.
       &x86::kI8Conv1x1_6x16_AvxVnni,     &x86::kI8ConvIm2col_6x16_AvxVnni,  &x86::kI8Conv1x1_4x16_Avx2,
-      &x86::kI8ConvIm2col_4x16_Avx2,
+      &x86::kI8ConvIm2col_4x16_Avx2,     &x86::kI8DwConv3x3_8_Avx2,        &x86::kI8DwConv5x5_8_Avx2,
   };
 }
 std::vector<const I8MapKernel*> arch_i8_map_kernels() { return {&x86::kI8Map_Avx512, &x86::kI8Map_Avx2}; }

@@ -73,7 +73,7 @@ extern const I8ConvKernel kI8DwConv3x3_C16_Avx512Vbmi;  // depthwise, 16 channel
 extern const I8ConvKernel kI8DwConv5x5_C16_Avx512Vbmi;  // planar maps transposed (i8_dwconv_c16_avx512vbmi.cpp)
 extern const I8ConvKernel kI8DwConv3x3_64_Avx512Vnni;  // depthwise, stride 1 and 2, window rows
 extern const I8ConvKernel kI8DwConv5x5_64_Avx512Vnni;  // by vpdpbusd (i8_dwconv_64_avx512vnni.cpp)
-// Without VNNI: depthwise by exact fp32 FMAs, in one pass a channel (i8_dwconv_16_avx512.cpp).
+// Without VNNI: depthwise by exact fp32 FMAs, in one pass a channel (i8_dwconv_planar_x86.h).
 extern const I8ConvKernel kI8DwConv3x3_16_Avx512;
 extern const I8ConvKernel kI8DwConv5x5_16_Avx512;
 extern const I8MapKernel kI8Map_Avx512;  // int8 maps held as floats (i8_map_avx512.cpp)
@@ -83,6 +83,8 @@ extern const I8ConvKernel kI8Conv1x1_6x16_AvxVnni;
 extern const I8ConvKernel kI8ConvIm2col_6x16_AvxVnni;
 extern const I8ConvKernel kI8Conv1x1_4x16_Avx2;
 extern const I8ConvKernel kI8ConvIm2col_4x16_Avx2;
+extern const I8ConvKernel kI8DwConv3x3_8_Avx2;  // depthwise by exact fp32 FMAs (i8_dwconv_planar_x86.h)
+extern const I8ConvKernel kI8DwConv5x5_8_Avx2;
 extern const I8MapKernel kI8Map_Avx2;
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
