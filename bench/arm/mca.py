@@ -3,8 +3,8 @@
 
 Each bench/arm/loops/*.cpp defines `extern "C" mca_<name>` functions that call a
 microkernel from src/arm/ (the inline headers the library itself compiles). This script
-cross-compiles every file with Debian's aarch64-linux-gnu-g++ -O3 (the library's Release
-flags) to assembly, cuts from each mca_ function its innermost loop with the most FMA
+cross-compiles every file with Debian's aarch64-linux-gnu-g++ -O3 -ffp-contract=off (the
+library's Release flags: no fused multiply-adds the source does not ask for) to assembly, cuts from each mca_ function its innermost loop with the most FMA
 lanes (the loop the kernel spends its time in, exactly as compiled), and runs Debian's
 llvm-mca on it for each core model. It reports cycles per iteration, multiply-adds (FMA
 lanes) per cycle and the percentage of that core's FMA peak. The peak is llvm-mca's own
@@ -254,7 +254,7 @@ def compile_loops(tmp):
             march = "armv8.2-a+dotprod"
         else:
             march = "armv8-a"
-        run([CXX, "-O3", "-DNDEBUG", "-std=c++17", f"-march={march}", "-S", "-I", os.path.join(ROOT, "src"),
+        run([CXX, "-O3", "-DNDEBUG", "-std=c++17", "-ffp-contract=off", f"-march={march}", "-S", "-I", os.path.join(ROOT, "src"),
              os.path.join(LOOPS, name), "-o", asm_path])
         with open(asm_path) as f:
             for region, lines in hot_loops(f.read()).items():
