@@ -67,6 +67,14 @@ def quantize(build, model, images, out, method, extra=()):
     return run([build / "kestrel-quantize", model, *images, "-o", out, "--method", method, *extra])
 
 
+def convert(build, paths, m, kst):
+    """The TF.js model m (realmodels.MODELS) converted by kestrel-convert into kst, with its metadata."""
+    cmd = [build / "kestrel-convert", "tfjs", pathlib.Path(paths["HUMAN_MODELS"]) / m.file, kst]
+    for meta in m.meta:
+        cmd += ["--meta", meta]
+    return run(cmd)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build/release")
@@ -113,10 +121,7 @@ def main():
         photos = [pathlib.Path(paths["FACEAPI_DEMO"]) / f"sample{i}.jpg" for i in range(1, 7)]
         for m in [x for x in realmodels.MODELS if x.name in ("movenet", "blazeface", "centernet") and x.name in wanted]:
             kst = tmp / f"{m.name}.kst"
-            cmd = [build / "kestrel-convert", "tfjs", pathlib.Path(paths["HUMAN_MODELS"]) / m.file, kst]
-            for meta in m.meta:
-                cmd += ["--meta", meta]
-            run(cmd)
+            convert(build, paths, m, kst)
 
             def infer(model, prec, tag):
                 res = {}
