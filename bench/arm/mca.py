@@ -46,6 +46,10 @@ DOT_SUFFIX = "_dot"
 NO_DOT = ("cortex-a53", "cortex-a72")  # ARMv8.0 cores: no dotprod
 SDOT_RE = re.compile(r"^\s*[su]dot\s+v\d+\.4s", re.I)
 SDOT_MACS = 16
+# The int8 kernels without dotprod: SMULL / SMLAL(2) into 8 int16 lanes, 8 multiply-adds
+# each, measured against the FMLA .4s peak (so above 100% where they beat fp32's rate).
+SMULL_RE = re.compile(r"^\s*(smull|smlal)2?\s+v\d+\.8h", re.I)
+SMULL_MACS = 8
 
 
 def run(cmd, **kw):
@@ -78,6 +82,8 @@ def lanes_of(lines):
             n += 1
         elif SDOT_RE.match(line):
             n += SDOT_MACS
+        elif SMULL_RE.match(line):
+            n += SMULL_MACS
     return n
 
 

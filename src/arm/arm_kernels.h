@@ -33,6 +33,9 @@ extern const ConvKernel kF32ConvSgemm_Neon;        // anything else: im2col + pa
 // int8 (Precision::kInt8): SDOT (ARMv8.2 dotprod) tiles of 8 channels x 12 pixels.
 extern const I8ConvKernel kI8Conv1x1_8x12_NeonDot;     // 1x1 stride 1, planar
 extern const I8ConvKernel kI8ConvIm2col_8x12_NeonDot;  // any other one-group window
+// int8 without dotprod (ARMv8.0): SMULL/SMLAL2 + SADALP, 4x4 register tiles of 16-tap groups.
+extern const I8ConvKernel kI8Conv1x1_4x4_Neon;         // 1x1 stride 1, planar (i8_conv_4x4_neon.cpp)
+extern const I8ConvKernel kI8ConvIm2col_4x4_Neon;      // any other one-group window
 extern const I8ConvKernel kI8DwConv3x3_16x2_NeonDot;  // depthwise 3x3, stride 1 and 2, by SDOT
 extern const I8ConvKernel kI8DwConv5x5_16x2_NeonDot;  // depthwise 5x5 (i8_dwconv_16x2_neondot.cpp)
 extern const I8ConvKernel kI8DwConv3x3_8x2_Neon;      // depthwise 3x3, stride 1 and 2 (no dotprod needed)
