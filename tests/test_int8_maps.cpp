@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "core/net_impl.h"
 #include "kernel_test_util.h"
 #include "kernels/i8_conv_kernels.h"
+#include "kestrel/builder.h"
 #include "kestrel/model_zoo.h"
 #include "kestrel/net.h"
 #include "mat_util.h"
@@ -50,6 +52,75 @@ std::string with_minmax_scales(const std::string& bytes, const kestrel::Mat& in)
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
 }
 
+// Blob `blob` of `model` at int8 on `in` ("data"); `ran` gets the kernels by layer.
+kestrel::Mat run_int8(const std::string& model, const kestrel::Mat& in, kestrel::KernelSet kernels, int threads,
+                      bool maps, const char* blob, std::map<std::string, std::string>* ran) {
+  kestrel::Net net;
+  net.option().precision = kestrel::Precision::kInt8;
+  net.option().kernels = kernels;
+  net.option().int8_maps = maps;
+  REQUIRE(net.load(model.data(), model.size()).ok());
+  kestrel::Extractor ex = net.create_extractor();
+  ex.set_num_threads(threads);
+  if (ran) ex.set_observer([ran](const kestrel::LayerEvent& e) { (*ran)[e.layer_name] = e.kernel; });
+  REQUIRE(ex.input("data", in).ok());
+  kestrel::Mat m;
+  REQUIRE(ex.extract(blob, m).ok());
+  return m.clone();
+}
+
+// A residual network, MobileNet v2's and BlazeFace's blocks: a 3x3 stem, then blocks of
+// a depthwise 3x3 (ReLU) and a 1x1 projection added to the block's input (BinaryOp Add
+// with ReLU, or without in the second block, as MobileNet v2's), then a 1x1 head.
+// Seeded He-initialized weights.
+std::string residual_net() {
+  kestrel::ModelBuilder b;
+  std::mt19937 rng(41);
+  b.add_input("data", {3, 19, 27});
+  auto conv = [&](const std::string& name, const std::string& bottom, int in, int out, int k, int group, bool relu) {
+    const int fan_in = in / group * k * k;
+    std::normal_distribution<float> w(0.f, std::sqrt(2.f / static_cast<float>(fan_in)));
+    std::uniform_real_distribution<float> bias(-0.1f, 0.1f);
+    std::vector<float> wv(static_cast<size_t>(out) * fan_in), bv(out);
+    for (float& v : wv) v = w(rng);
+    for (float& v : bv) v = bias(rng);
+    const uint32_t wi = b.add_weight(name + "/w", {out, in / group, k, k}, wv);
+    const uint32_t bi = b.add_weight(name + "/b", {out}, bv);
+    kestrel::fb::ConvolutionParamT p;
+    p.num_output = out;
+    p.kernel_h = p.kernel_w = k;
+    p.stride_h = p.stride_w = 1;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k / 2;
+    p.group = group;
+    p.bias_term = true;
+    p.activation = std::make_unique<kestrel::fb::ActivationT>();
+    p.activation->type = relu ? kestrel::fb::ActivationType::ReLU : kestrel::fb::ActivationType::None;
+    kestrel::fb::LayerParamsUnion u;
+    u.Set(std::move(p));
+    b.add_layer("Convolution", name, {bottom}, {name}, std::move(u), {wi, bi});
+  };
+  const int c = 20;
+  conv("stem", "data", 3, c, 3, 1, true);
+  std::string prev = "stem";
+  for (int i = 1; i <= 3; ++i) {
+    const std::string n = "block" + std::to_string(i);
+    conv(n + "/dw", prev, c, c, 3, c, true);
+    conv(n + "/pw", n + "/dw", c, c, 1, 1, false);
+    kestrel::fb::BinaryOpParamT add;
+    add.op = kestrel::fb::BinaryOpType::Add;
+    add.activation = std::make_unique<kestrel::fb::ActivationT>();
+    add.activation->type = i == 2 ? kestrel::fb::ActivationType::None : kestrel::fb::ActivationType::ReLU;
+    kestrel::fb::LayerParamsUnion u;
+    u.Set(std::move(add));
+    b.add_layer("BinaryOp", n + "/add", {prev, n + "/pw"}, {n + "/add"}, std::move(u));
+    prev = n + "/add";
+  }
+  conv("head", prev, c, 8, 1, 1, false);
+  b.add_output("head");
+  const std::vector<uint8_t> raw = b.serialize();
+  return std::string(raw.begin(), raw.end());
+}
+
 }  // namespace
 
 TEST_SUITE("precision") {
@@ -71,18 +142,7 @@ TEST_SUITE("precision") {
     // pointwise one reads); `ran` gets the kernels.
     auto run = [&](kestrel::KernelSet kernels, int threads, bool maps, const char* blob,
                    std::map<std::string, std::string>* ran = nullptr) {
-      kestrel::Net net;
-      net.option().precision = kestrel::Precision::kInt8;
-      net.option().kernels = kernels;
-      net.option().int8_maps = maps;
-      REQUIRE(net.load(quantized.data(), quantized.size()).ok());
-      kestrel::Extractor ex = net.create_extractor();
-      ex.set_num_threads(threads);
-      if (ran) ex.set_observer([ran](const kestrel::LayerEvent& e) { (*ran)[e.layer_name] = e.kernel; });
-      REQUIRE(ex.input("data", in).ok());
-      kestrel::Mat m;
-      REQUIRE(ex.extract(blob ? blob : "conv6/sep", m).ok());
-      return m.clone();
+      return run_int8(quantized, in, kernels, threads, maps, blob ? blob : "conv6/sep", ran);
     };
     // The oracle keeps the maps the fast kernels keep: the same numbers.
     std::map<std::string, std::string> ran;
@@ -132,6 +192,55 @@ TEST_SUITE("precision") {
     // With fp32 maps, the last map differs only by rounding.
     const double e = kt::relative_error(want, fp32_maps);
     MESSAGE("conv6/sep relative to fp32 maps: " << e);
+    CHECK(e < 0.1);
+  }
+
+  // Residual adds (BinaryOp, kernels/i8_reference.h: i8_add_reference) take int8 maps:
+  // a block's maps stay int8 from the stem to the head, the oracle and the fast kernels
+  // give the same bits at 1 and 3 threads, an add's output is its requantized bytes, and
+  // the head differs from the fp32-maps run only by rounding.
+  TEST_CASE("int8 maps: residual adds read and write int8 maps, the fast kernels and the oracle alike") {
+    const std::string bytes = residual_net();
+    kestrel::Net fp32;
+    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
+    const kestrel::Mat calib = kt::random_input(fp32, "data", 3), in = kt::random_input(fp32, "data", 4);
+    const std::string quantized = with_minmax_scales(bytes, calib);
+    float scale = 0.f;
+    for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
+      if (blob->name()->str() == "block1/add") scale = blob->int8_scale();
+    }
+    REQUIRE(scale > 0.f);
+    auto run = [&](kestrel::KernelSet kernels, int threads, bool maps, const char* blob,
+                   std::map<std::string, std::string>* ran = nullptr) {
+      return run_int8(quantized, in, kernels, threads, maps, blob ? blob : "head", ran);
+    };
+    std::map<std::string, std::string> ran;
+    const kestrel::Mat want = run(kestrel::KernelSet::kReference, 1, true, nullptr);
+    const kestrel::Mat add = run(kestrel::KernelSet::kReference, 1, true, "block1/add");
+    for (int threads : {1, 3}) {
+      CAPTURE(threads);
+      CHECK(kt::same_plane_values(run(kestrel::KernelSet::kReference, threads, true, nullptr), want));
+      CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, threads, true, nullptr, &ran), want));
+      CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, threads, true, "block1/add"), add));
+    }
+    // The adds run the map kernel's add on int8 maps.
+    for (const char* layer : {"block1/add", "block2/add", "block3/add"}) {
+      CAPTURE(layer);
+      CHECK(ran.at(layer) == std::string(kestrel::kernels::i8_map_kernel().name));
+    }
+    // Extracted, block1/add is its bytes dequantized: q / scale, q in [0, 127] (a ReLU's).
+    size_t not_bytes = 0;
+    for (int q = 0; q < add.c; ++q) {
+      for (int i = 0; i < add.w * add.h; ++i) {
+        const float y = add.channel(q)[i] * scale;
+        not_bytes += !(std::fabs(y - std::nearbyint(y)) < 1e-3f && y > -0.5f && y < 127.5f);
+      }
+    }
+    CHECK(not_bytes == 0);
+    const kestrel::Mat fp32_maps = run(kestrel::KernelSet::kReference, 1, false, nullptr);
+    const double e = kt::relative_error(want, fp32_maps);
+    MESSAGE("head relative to fp32 maps: " << e);
+    CHECK(e > 0.0);
     CHECK(e < 0.1);
   }
 }

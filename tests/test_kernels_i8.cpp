@@ -468,4 +468,69 @@ TEST_SUITE("kernels") {
     }
     if (runs == 0) MESSAGE("skipped: no int8 kernel with int8 maps runs on this CPU");
   }
+
+  // The residual add (kernels/i8_reference.h: i8_add_reference) of the active ISA's map
+  // kernel: every mix of int8 and fp32 operands and output, the four activations an int8
+  // output takes, rows whose tails are not whole vectors; fp32 operands with a NaN and
+  // infinities, bytes at +-127. The outputs' bytes are compared (floats bit for bit).
+  TEST_CASE("int8 kernels: the residual add equals the oracle bit for bit: operand mixes, activations, tails") {
+    const k::I8MapKernel& mk = k::i8_map_kernel();
+    INFO(mk.name);
+    std::mt19937 rng(37);
+    std::uniform_int_distribution<int> q8(-127, 127);
+    std::uniform_real_distribution<float> u(-3.f, 3.f);
+    const size_t lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100};
+    const Act acts[] = {Act::None, Act::ReLU, Act::Clip, Act::LeakyReLU};
+    int runs = 0;
+    for (int mix = 0; mix < 8; ++mix) {
+      const bool a_i8 = mix & 1, b_i8 = mix & 2, out_i8 = mix & 4;
+      for (Act type : acts) {
+        for (size_t n : lengths) {
+          INFO("mix " << mix << ", activation " << static_cast<int>(type) << ", n " << n);
+          kestrel::ActivationSpec act;
+          act.type = type;
+          act.alpha = type == Act::Clip ? -0.5f : 0.1f;
+          act.beta = 2.5f;
+          // Operands with the kernels' over-read room past them (kOverreadBytes).
+          std::vector<float> fa(n + 16), fb(n + 16);
+          std::vector<int8_t> qa(n + kestrel::kOverreadBytes), qb(n + kestrel::kOverreadBytes);
+          for (size_t i = 0; i < n; ++i) {
+            fa[i] = u(rng), fb[i] = u(rng);
+            qa[i] = static_cast<int8_t>(q8(rng)), qb[i] = static_cast<int8_t>(q8(rng));
+          }
+          qa[0] = 127, qb[n - 1] = -127;
+          if (n > 8) fa[3] = NAN, fb[5] = INFINITY, fa[7] = -INFINITY;
+          k::I8AddRow r;
+          r.a = a_i8 ? static_cast<const void*>(qa.data()) : fa.data();
+          r.a_dequant = a_i8 ? 1.f / 41.f : 0.f;
+          r.b = b_i8 ? static_cast<const void*>(qb.data()) : fb.data();
+          r.b_dequant = b_i8 ? 1.f / 53.f : 0.f;
+          r.out_scale = out_i8 ? 29.f : 0.f;
+          const size_t bytes = n * (out_i8 ? 1 : sizeof(float));
+          std::vector<uint8_t> want(bytes + 64, 0xa5), got(bytes + 64, 0xa5);
+          r.out = want.data();
+          k::i8_add_reference(r, n, act);
+          r.out = got.data();
+          mk.add(r, n, act);
+          CHECK(std::memcmp(want.data(), got.data(), bytes) == 0);
+          // Nothing written past the row.
+          CHECK(std::all_of(got.begin() + static_cast<long>(bytes), got.end(), [](uint8_t v) { return v == 0xa5; }));
+          ++runs;
+        }
+      }
+    }
+    // The oracle itself: an int8 output is the requantized sum of the dequantized bytes.
+    kestrel::ActivationSpec none;
+    const int8_t a = 100, b = -37;
+    float y = 0.f;
+    k::I8AddRow r;
+    r.a = &a, r.a_dequant = 0.5f, r.b = &b, r.b_dequant = 0.25f, r.out = &y;
+    k::i8_add_reference(r, 1, none);
+    CHECK(y == 40.75f);
+    int8_t q = 0;
+    r.out = &q, r.out_scale = 2.f;
+    k::i8_add_reference(r, 1, none);
+    CHECK(q == 82);  // 81.5 rounds to even
+    CHECK(runs == 8 * 4 * 11);
+  }
 }

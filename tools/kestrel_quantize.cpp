@@ -22,6 +22,7 @@
 #include "kestrel/image.h"
 #include "kestrel/net.h"
 #include "kestrel/tasks.h"
+#include "kestrel_generated.h"
 #include "image_input.h"
 #include "quantize/calibrate_model.h"
 #include "quantize/equalize.h"
@@ -37,12 +38,31 @@ const char* kUsage =
     "                        [--threads N] [--equalize] [--weights int8|fp32]\n"
     "--sensitivity prints, for each layer that runs int8, the signal-to-quantization-noise\n"
     "ratio of the network's outputs (dB, over the calibration images) with that layer alone\n"
-    "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again.\n"
+    "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again, and\n"
+    "keeps the residual adds (BinaryOp of two maps) in fp32 too where int8 adds cost the\n"
+    "whole network more than kAddsDb dB.\n"
     "--equalize first evens out the channel ranges of the maps depthwise layers read\n"
     "(scaling the producer's channels up and the depthwise layer's down: the same network).\n"
     "--weights int8 (the default) stores the int8 layers' weights as int8 with a scale per\n"
     "output channel (a quarter of their fp32 bytes; int8 inference is the same, an fp32 run\n"
     "of OUT.kst reads them dequantized); --weights fp32 keeps them as they are.\n";
+
+// What int8 residual adds may cost the whole network's SQNR before --keep-below keeps
+// them in fp32: a clipped residual stream stays clipped block after block (BlazeFace: 3 dB).
+constexpr double kAddsDb = 1.0;
+
+// The model's residual adds: BinaryOp layers of two inputs not kept already.
+std::vector<std::string> residual_adds(const std::string& bytes, const std::vector<std::string>& kept) {
+  std::vector<std::string> out;
+  for (const kestrel::fb::Layer* l : *kestrel::fb::GetModel(bytes.data())->layers()) {
+    const std::string name = l->name()->str();
+    if (l->type()->str() == "BinaryOp" && l->bottoms() && l->bottoms()->size() == 2 &&
+        std::find(kept.begin(), kept.end(), name) == kept.end()) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -210,6 +230,26 @@ int main(int argc, char** argv) {
         return fail(s.message());
       }
       std::printf("with %zu layers kept in fp32: %.2f dB\n", opt.keep_fp32.size() - kept_by_hand, whole);
+    }
+    const std::vector<std::string> adds = residual_adds(bytes, opt.keep_fp32);
+    if (keep_below_db > 0.0 && !adds.empty()) {
+      q::CalibrationOptions with_adds = opt;
+      with_adds.keep_fp32.insert(with_adds.keep_fp32.end(), adds.begin(), adds.end());
+      std::string kept_adds;
+      std::vector<q::BlobReport> report_adds;
+      double whole_adds = 0.0;
+      if (!(s = q::calibrate(bytes, images.size(), source, with_adds, &kept_adds, &report_adds)).ok() ||
+          !(s = q::sensitivity(kept_adds, images.size(), source, opt.threads, nullptr, &whole_adds)).ok()) {
+        return fail(s.message());
+      }
+      const bool keep = whole_adds > whole + kAddsDb;
+      std::printf("with the %zu residual adds in fp32 too: %.2f dB%s\n", adds.size(), whole_adds,
+                  keep ? "  -> kept fp32" : "");
+      if (keep) {
+        opt = with_adds;
+        quantized = std::move(kept_adds);
+        report = std::move(report_adds);
+      }
     }
   }
   size_t int8_layers = 0;

@@ -148,6 +148,9 @@ def main():
                 kept = re.search(r"with (\d+) layers kept in fp32: ([-0-9.]+) dB", text)
                 if kept:
                     tag += f" ({kept.group(1)} layers; {kept.group(2)} dB)"
+                adds = re.search(r"with the (\d+) residual adds in fp32 too: ([-0-9.]+) dB  -> kept fp32", text)
+                if adds:
+                    tag += f", and the {adds.group(1)} residual adds ({adds.group(2)} dB)"
                 got = infer(q, "int8", f"{meth}{vid}")
                 meth = tag
                 if m.name == "movenet":

@@ -48,7 +48,8 @@ struct PrepareContext {
   // kFp16: the Net rounds this layer's weights (before load) and outputs (after each
   // forward) to halves; a layer with fp16 arithmetic kernels computes with them.
   // kBf16: a Convolution computes its bf16_pointwise geometries in bf16.
-  // kInt8: a Convolution computes in int8 where its input has a scale (int8_in_scale).
+  // kInt8: a Convolution computes in int8 where its input has a scale (int8_in_scale); a
+  // BinaryOp Add reads and writes int8 maps where the Net chooses them (set_int8_maps).
   Precision precision = Precision::kFp32;
   float int8_in_scale = 0.f;  // kestrel-quantize's scale of inputs[0] (0: none)
 };
@@ -125,11 +126,13 @@ class Layer {
   virtual bool set_half(int /*in_pack*/, int /*out_pack*/, bool /*dry_run*/) { return false; }
 
   // int8 maps (core/net_int8.cpp): re-targets a layer that computes in int8
-  // (computes_int8) to read inputs[0] as an int8 map (in_i8; its values quantize_i8's at
-  // the layer's input scale) and to write outputs[0] as one requantized for out_scale
-  // (> 0; 0: fp32; kernels/i8_reference.h). False, nothing changed, where it has no such
-  // path. dry_run: only asks.
-  virtual bool set_int8_maps(bool /*in_i8*/, float /*out_scale*/, bool /*dry_run*/) { return false; }
+  // (computes_int8) to read input i as an int8 map where in_scales[i] > 0 (its values
+  // quantize_i8's at that scale, the blob's; 0: fp32; one entry per input) and to write
+  // outputs[0] as one requantized for out_scale (> 0; 0: fp32; kernels/i8_reference.h).
+  // False, nothing changed, where it has no such path. dry_run: only asks.
+  virtual bool set_int8_maps(const std::vector<float>& /*in_scales*/, float /*out_scale*/, bool /*dry_run*/) {
+    return false;
+  }
 
   // True if forward() never reads inputs[i]'s values and prepare() took only its height
   // and width from it, which a blocked layout leaves as they are (PriorBox and its

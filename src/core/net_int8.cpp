@@ -5,22 +5,24 @@
 // packed it: a quarter of the bytes, and no dequantize-then-quantize pass.
 //
 // Network inputs and outputs stay fp32, as does any map a layer without int8 maps reads
-// or writes (pooling, eltwise and concat have no int8 path yet; the exact fp32 routes of
+// or writes (pooling, Eltwise and Concat have no int8 path yet; the exact fp32 routes of
 // conv_int8.h have none either, and an int8 output needs an activation that commutes
-// with the scale). Maps are planar: the kernels that take int8 maps read and write planar
-// operands.
+// with the scale). A residual add (BinaryOp, two maps of one shape) reads and writes
+// them, so a block's maps stay int8 from one convolution to the next. Maps are planar:
+// the kernels that take int8 maps read and write planar operands.
 #include "core/net_int8.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace kestrel {
 namespace {
 
-// True if layer li computes in int8 and reads or writes blob b as its one input or output.
+// True if layer li computes in int8 and reads blob b or writes it as its one output.
 bool int8_end(const NetImpl& net, int li, int b) {
   const NetLayer& L = net.layers[li];
-  if (L.precision != Precision::kInt8 || L.bottoms.size() != 1 || L.tops.size() != 1) return false;
-  return L.bottoms[0] == b || L.tops[0] == b;
+  if (L.precision != Precision::kInt8 || L.bottoms.empty() || L.tops.size() != 1) return false;
+  return L.tops[0] == b || std::find(L.bottoms.begin(), L.bottoms.end(), b) != L.bottoms.end();
 }
 
 }  // namespace
@@ -41,24 +43,31 @@ Status choose_int8_maps(NetImpl& net) {
   if (!any) return Status::Ok();
   // Each layer at an int8 map must take its maps as they would be; a refusal leaves its
   // maps fp32, which may change its neighbours' maps: until none refuses.
-  auto in_i8 = [&](const NetLayer& L) { return i8[L.bottoms[0]] != 0; };
+  auto in_scales = [&](const NetLayer& L) {
+    std::vector<float> s(L.bottoms.size(), 0.f);
+    for (size_t i = 0; i < s.size(); ++i) s[i] = i8[L.bottoms[i]] ? net.blob_int8_scale[L.bottoms[i]] : 0.f;
+    return s;
+  };
   auto out_scale = [&](const NetLayer& L) { return i8[L.tops[0]] ? net.blob_int8_scale[L.tops[0]] : 0.f; };
+  auto at_maps = [&](const NetLayer& L) {
+    if (L.precision != Precision::kInt8 || L.bottoms.empty() || L.tops.size() != 1) return false;
+    bool some = i8[L.tops[0]] != 0;
+    for (int b : L.bottoms) some = some || i8[b];
+    return some;
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t li = 0; li < nlayers; ++li) {
       NetLayer& L = net.layers[li];
-      if (L.precision != Precision::kInt8 || L.bottoms.size() != 1 || L.tops.size() != 1) continue;
-      if (!in_i8(L) && out_scale(L) <= 0.f) continue;
-      if (L.impl->set_int8_maps(in_i8(L), out_scale(L), true)) continue;
-      i8[L.bottoms[0]] = i8[L.tops[0]] = 0;
+      if (!at_maps(L) || L.impl->set_int8_maps(in_scales(L), out_scale(L), true)) continue;
+      for (int b : L.bottoms) i8[b] = 0;
+      i8[L.tops[0]] = 0;
       changed = true;
     }
   }
   for (size_t li = 0; li < nlayers; ++li) {
     NetLayer& L = net.layers[li];
-    if (L.precision != Precision::kInt8 || L.bottoms.size() != 1 || L.tops.size() != 1) continue;
-    if (!in_i8(L) && out_scale(L) <= 0.f) continue;
-    L.impl->set_int8_maps(in_i8(L), out_scale(L), false);
+    if (at_maps(L)) L.impl->set_int8_maps(in_scales(L), out_scale(L), false);
   }
   for (size_t b = 0; b < nblobs; ++b) {
     if (i8[b]) net.blob_shapes[b].i8 = true;

@@ -32,7 +32,8 @@ void dequantize_reference(const float* src, float* dst, size_t n, float a, float
   }
 }
 
-const I8MapKernel kI8MapReference = {"i8_map_reference", Isa::kRef, quantize_reference, dequantize_reference};
+const I8MapKernel kI8MapReference = {"i8_map_reference", Isa::kRef, quantize_reference, dequantize_reference,
+                                     i8_add_reference};
 
 }  // namespace
 

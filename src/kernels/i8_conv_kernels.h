@@ -135,6 +135,8 @@ struct I8MapKernel {
   // ReLU, Clip and LeakyReLU as the oracle's activate(); the others by the ISA's
   // activation kernel (the fast convolution kernels' epilogue contract).
   void (*dequantize)(const float* src, float* dst, size_t n, float a, float b, const ActivationSpec& act);
+  // The int8 residual add on a row (i8_add_reference's results, bit for bit).
+  void (*add)(const I8AddRow& row, size_t n, const ActivationSpec& act);
 };
 
 // The active ISA's map kernel, or the scalar reference's.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/reference_loops.h"
 
@@ -31,10 +32,36 @@ void i8_output_bounds(const ActivationSpec& act, float out_scale, int* lo, int* 
 }
 
 int8_t requantize_i8(int32_t sum, float m, float c, const ActivationSpec& act, int lo, int hi) {
-  float v = std::fma(static_cast<float>(sum), m, c);
+  return requantize_i8(static_cast<float>(sum), m, c, act, lo, hi);
+}
+
+int8_t requantize_i8(float x, float m, float c, const ActivationSpec& act, int lo, int hi) {
+  float v = std::fma(x, m, c);
   if (act.type == fb::ActivationType::LeakyReLU && !(v > 0.f)) v *= act.alpha;
   const int q = quantize_i8(v, 1.f);
   return static_cast<int8_t>(std::min(hi, std::max(lo, q)));
+}
+
+namespace {
+
+inline float add_operand(float x, float) { return x; }
+inline float add_operand(int8_t q, float dequant) { return static_cast<float>(q) * dequant; }
+
+}  // namespace
+
+void i8_add_reference(const I8AddRow& r, size_t n, const ActivationSpec& act) {
+  int lo = 0, hi = 0;
+  if (r.out_scale > 0.f) i8_output_bounds(act, r.out_scale, &lo, &hi);
+  with_i8_add_types(r, [&](const auto* a, const auto* b, auto* out) {
+    for (size_t i = 0; i < n; ++i) {
+      const float y = add_operand(a[i], r.a_dequant) + add_operand(b[i], r.b_dequant);
+      if constexpr (std::is_same_v<std::remove_pointer_t<decltype(out)>, int8_t>) {
+        out[i] = requantize_i8(y, r.out_scale, 0.f, act, lo, hi);
+      } else {
+        out[i] = activate(y, act);
+      }
+    }
+  });
 }
 
 void quantize_i8(const float* x, int8_t* q, size_t n, float scale) {

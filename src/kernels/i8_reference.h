@@ -45,6 +45,8 @@ void i8_output_bounds(const ActivationSpec& act, float out_scale, int* lo, int* 
 
 // An int8 output from its int32 sum, m = dequant * out_scale, c = bias * out_scale.
 int8_t requantize_i8(int32_t sum, float m, float c, const ActivationSpec& act, int lo, int hi);
+// The same from a float x in place of float(sum).
+int8_t requantize_i8(float x, float m, float c, const ActivationSpec& act, int lo, int hi);
 void quantize_i8(const float* x, int8_t* q, size_t n, float scale);
 
 // Per output channel of `rows` rows of `n` weights: scales[r] = 127 / max |w| (1 for a
@@ -63,5 +65,40 @@ void dequantize_rows_i8(const int8_t* q, const float* scales, size_t rows, size_
 void conv_reference_i8(const ConvGeometry& g, const int8_t* weight, const float* dequant, const float* bias,
                        const int8_t* in, size_t in_cstep, float out_scale, int8_t* out_i8, float* out_f32,
                        size_t out_cstep, int num_threads);
+
+// The int8 residual add: BinaryOp Add of two maps of one shape at Precision::kInt8
+// (layers/binaryop.cpp), on a row of n values. Each operand is an int8 map's bytes, read
+// as float(q) * dequant (dequant = 1 / its scale, > 0), or an fp32 map's floats (dequant
+// 0) as they are; y = a + b, one add, so an add of two fp32 maps is the fp32 layer's.
+// The output is an fp32 map's activate(y, act), or (out_scale > 0) an int8 map's
+// requantize_i8(y, out_scale, 0, act, lo, hi): rne(act(y * out_scale)) within the
+// activation's bounds, as a convolution's int8 output (y * s is one rounding, as the
+// fma with c = 0). act: one of i8_output_activation's.
+struct I8AddRow {
+  const void* a = nullptr;
+  float a_dequant = 0.f;
+  const void* b = nullptr;
+  float b_dequant = 0.f;
+  void* out = nullptr;
+  float out_scale = 0.f;
+};
+
+// f(a, b, out) with the row's operands as their types (const float* or const int8_t*;
+// float* or int8_t*), so a kernel instantiates its loop once per mix.
+template <class F>
+inline void with_i8_add_types(const I8AddRow& r, F&& f) {
+  auto with_b = [&](const auto* a) {
+    auto with_out = [&](const auto* b) {
+      if (r.out_scale > 0.f) return f(a, b, static_cast<int8_t*>(r.out));
+      f(a, b, static_cast<float*>(r.out));
+    };
+    if (r.b_dequant > 0.f) return with_out(static_cast<const int8_t*>(r.b));
+    with_out(static_cast<const float*>(r.b));
+  };
+  if (r.a_dequant > 0.f) return with_b(static_cast<const int8_t*>(r.a));
+  with_b(static_cast<const float*>(r.a));
+}
+
+void i8_add_reference(const I8AddRow& r, size_t n, const ActivationSpec& act);
 
 }  // namespace kestrel::kernels

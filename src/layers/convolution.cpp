@@ -186,8 +186,8 @@ class Convolution final : public Layer {
     return true;
   }
 
-  bool set_int8_maps(bool in_i8, float out_scale, bool dry_run) override {
-    if (!i8_ || !int8_.set_maps(in_i8, out_scale, dry_run)) return false;
+  bool set_int8_maps(const std::vector<float>& in_scales, float out_scale, bool dry_run) override {
+    if (!i8_ || in_scales.size() != 1 || !int8_.set_maps(in_scales[0] > 0.f, out_scale, dry_run)) return false;
     if (!dry_run) workspace_bytes = int8_.workspace_bytes();
     return true;
   }

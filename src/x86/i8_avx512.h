@@ -98,4 +98,28 @@ KESTREL_X86_INLINE void store_sums_x16(int8_t* dst, __m512 sum, __m512 m, __m512
   store_i8x16(dst, requantize_x16(sum, m, c, rq, epi), n);
 }
 
+template <>
+struct I8Ops<F32x16> {
+  using Requant = Requant16;
+  static Requant requant(const ActivationSpec& act, float scale) { return requant16_of(act, scale); }
+
+  static KESTREL_X86_INLINE __m512 load_row(const float* in, int n, __m512 s) {
+    return quantize_i8x16(_mm512_maskz_loadu_ps(F32x16::lanes(n), in), s);
+  }
+  static KESTREL_X86_INLINE __m512 load_row(const int8_t* in, int n, __m512) {
+    return _mm512_maskz_cvtepi32_ps(F32x16::lanes(n), load_i8x16(in));
+  }
+  static KESTREL_X86_INLINE void split_store(float* pe, float* po, __m512 a, __m512 b, int n) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    _mm512_mask_storeu_ps(pe, F32x16::lanes((n + 1) / 2), _mm512_permutex2var_ps(a, even, b));
+    _mm512_mask_storeu_ps(po, F32x16::lanes(n / 2), _mm512_permutex2var_ps(a, odd, b));
+  }
+  template <class Out, class Epi>
+  static KESTREL_X86_INLINE void store_sums(Out* dst, __m512 sum, __m512 d, __m512 b, int n, const Requant& rq,
+                                            const Epi& epi) {
+    store_sums_x16(dst, sum, d, b, n, rq, epi);
+  }
+};
+
 KESTREL_X86_NS_END

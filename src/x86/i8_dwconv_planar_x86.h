@@ -1,6 +1,6 @@
 // int8 depthwise K x K convolution (K = 3, 5; stride 1 or 2) on x86, planar, NV vectors
 // of an output row per step, in one pass over each channel. Written once over the vector
-// traits (V: F32x16 or F32x8, x86_vec.h) and the ISA's I8DwOps; instantiated by
+// traits (V: F32x16 or F32x8, x86_vec.h) and the ISA's I8Ops (i8_x86.h); instantiated by
 // i8_dwconv_16_avx512.cpp and i8_dwconv_8_avx2.cpp.
 // 1. the channel's input rows go into the thread's scratch as integer-valued floats,
 //    quantized (quantize_i8) from an fp32 map or widened from an int8 map, inside
@@ -29,21 +29,12 @@
 #include "kernels/i8_conv_kernels.h"
 #include "kernels/i8_dwconv_plane.h"
 #include "x86/f32_gemm_x86.h"
+#include "x86/i8_x86.h"
 #include "x86/x86_kernels.h"
 #include "x86/x86_vec.h"
 
 KESTREL_X86_NS_BEGIN
 
-// The ISA's part, specialized beside each instantiation:
-//   using Requant; Requant requant(act, scale)
-//   reg load_row(const float* / const int8_t* in, int n, reg scale): n (<= W) values of a
-//       row as integer-valued floats (quantized, or widened bytes); lanes past n zero
-//   void split_store(float* even, float* odd, reg a, reg b, int n): the even and the odd
-//       ones of the 2W values a, b (the first n of them valid), (n + 1) / 2 and n / 2 stored
-//   void store_sums(float* / int8_t* dst, reg sum, reg d, reg b, int n, rq, epi): the
-//       first n sums out, as i8_avx512.h's store_sums_x16
-template <class V>
-struct I8DwOps;
 
 namespace i8dw {
 
@@ -95,7 +86,7 @@ size_t workspace_per_thread_bytes(const ConvGeometry& g) {
 // zeroed: it is the same for every channel, so only the input's place is written.
 template <class V, int S, class T>
 void fill(const ConvGeometry& g, const I8DwPlane& p, const T* src, float scale, float* dst) {
-  using Ops = I8DwOps<V>;
+  using Ops = I8Ops<V>;
   constexpr int W = V::kWidth;
   const typename V::reg s = V::set1(scale);
   const int right = std::min(g.in_w, p.cols - g.pad_left);
@@ -166,7 +157,7 @@ void channel(const ConvGeometry& g, const I8DwPlane& p, const float* plane, cons
       static_for<NV>([&](auto v) {
         reg sum = acc[v][0];
         static_for<K - 1>([&](auto ky) { sum = V::add(sum, acc[v][ky + 1]); });
-        I8DwOps<V>::store_sums(dst + ox + v * W, sum, dq, b, std::min(W, g.out_w - ox - v * W), rq, epi);
+        I8Ops<V>::store_sums(dst + ox + v * W, sum, dq, b, std::min(W, g.out_w - ox - v * W), rq, epi);
       });
     }
     if constexpr (!kBytes) epi.finish(dst, static_cast<size_t>(g.out_w));
@@ -178,7 +169,7 @@ void run_maps(const ConvGeometry& g, const void* packed, const I8Operands& io, c
   constexpr int W = V::kWidth;
   const I8DwPlane p = plane_of<V>(g, K);
   const float* weights = static_cast<const float*>(packed);
-  const auto rq = I8DwOps<V>::requant(g.act, io.out_scale);
+  const auto rq = I8Ops<V>::requant(g.act, io.out_scale);
   with_i8_operands(io, [&](const auto* in, auto* out) {
     gemm::with_epilogue<V>(g.act, [&](const auto& epi) {
 #pragma omp parallel num_threads(std::max(1, ctx.num_threads))

@@ -14,6 +14,6 @@ KESTREL_X86_NS_END
 namespace kestrel::kernels::x86 {
 
 const I8MapKernel kI8Map_Avx2 = {"i8_map_avx2", Isa::kAvx2, i8map::quantize<F32x8, quantize_floats>,
-                                 i8map::dequantize<F32x8>};
+                                 i8map::dequantize<F32x8>, i8map::add<F32x8>};
 
 }  // namespace kestrel::kernels::x86

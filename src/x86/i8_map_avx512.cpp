@@ -5,6 +5,6 @@
 namespace kestrel::kernels::x86 {
 
 const I8MapKernel kI8Map_Avx512 = {"i8_map_avx512", Isa::kAvx512, i8map::quantize<F32x16, quantize_i8x16>,
-                                   i8map::dequantize<F32x16>};
+                                   i8map::dequantize<F32x16>, i8map::add<F32x16>};
 
 }  // namespace kestrel::kernels::x86

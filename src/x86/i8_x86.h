@@ -23,6 +23,20 @@
 
 KESTREL_X86_NS_BEGIN
 
+// The int8 kernels' per-width vector operations, specialized by i8_avx512.h (F32x16) and
+// i8_avx2.h (F32x8), for the templates written once over V (the depthwise kernel
+// i8_dwconv_planar_x86.h, the map passes i8_map_x86.h):
+//   using Requant; Requant requant(act, scale)
+//   reg load_row(const float* / const int8_t* in, int n, reg scale): n (<= W) values as
+//       integer-valued floats (quantized, or widened bytes); lanes past n zero. Bytes are
+//       read a whole vector's worth whatever n: maps are followed by kOverreadBytes
+//   void split_store(float* even, float* odd, reg a, reg b, int n): the even and the odd
+//       ones of the 2W values a, b (the first n of them valid), (n + 1) / 2 and n / 2 stored
+//   void store_sums(float* / int8_t* dst, reg sum, reg d, reg b, int n, rq, epi): the
+//       first n (<= W) sums out, as i8_avx512.h's store_sums_x16
+template <class V>
+struct I8Ops;
+
 template <class V>
 struct RequantV {
   float scale;
