@@ -69,6 +69,31 @@ kestrel::Mat run_int8(const std::string& model, const kestrel::Mat& in, kestrel:
   return m.clone();
 }
 
+// A seeded He-initialized convolution `name` (stride 1, "same" padding, bias, ReLU or none).
+void add_conv(kestrel::ModelBuilder& b, std::mt19937& rng, const std::string& name, const std::string& bottom, int in,
+              int out, int k, int group, bool relu) {
+  const int fan_in = in / group * k * k;
+  std::normal_distribution<float> w(0.f, std::sqrt(2.f / static_cast<float>(fan_in)));
+  std::uniform_real_distribution<float> bias(-0.1f, 0.1f);
+  std::vector<float> wv(static_cast<size_t>(out) * fan_in), bv(out);
+  for (float& v : wv) v = w(rng);
+  for (float& v : bv) v = bias(rng);
+  const uint32_t wi = b.add_weight(name + "/w", {out, in / group, k, k}, wv);
+  const uint32_t bi = b.add_weight(name + "/b", {out}, bv);
+  kestrel::fb::ConvolutionParamT p;
+  p.num_output = out;
+  p.kernel_h = p.kernel_w = k;
+  p.stride_h = p.stride_w = 1;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k / 2;
+  p.group = group;
+  p.bias_term = true;
+  p.activation = std::make_unique<kestrel::fb::ActivationT>();
+  p.activation->type = relu ? kestrel::fb::ActivationType::ReLU : kestrel::fb::ActivationType::None;
+  kestrel::fb::LayerParamsUnion u;
+  u.Set(std::move(p));
+  b.add_layer("Convolution", name, {bottom}, {name}, std::move(u), {wi, bi});
+}
+
 // A residual network, MobileNet v2's and BlazeFace's blocks: a 3x3 stem, then blocks of
 // a depthwise 3x3 (ReLU) and a 1x1 projection added to the block's input (BinaryOp Add
 // with ReLU, or without in the second block, as MobileNet v2's), then a 1x1 head.
@@ -78,26 +103,7 @@ std::string residual_net() {
   std::mt19937 rng(41);
   b.add_input("data", {3, 19, 27});
   auto conv = [&](const std::string& name, const std::string& bottom, int in, int out, int k, int group, bool relu) {
-    const int fan_in = in / group * k * k;
-    std::normal_distribution<float> w(0.f, std::sqrt(2.f / static_cast<float>(fan_in)));
-    std::uniform_real_distribution<float> bias(-0.1f, 0.1f);
-    std::vector<float> wv(static_cast<size_t>(out) * fan_in), bv(out);
-    for (float& v : wv) v = w(rng);
-    for (float& v : bv) v = bias(rng);
-    const uint32_t wi = b.add_weight(name + "/w", {out, in / group, k, k}, wv);
-    const uint32_t bi = b.add_weight(name + "/b", {out}, bv);
-    kestrel::fb::ConvolutionParamT p;
-    p.num_output = out;
-    p.kernel_h = p.kernel_w = k;
-    p.stride_h = p.stride_w = 1;
-    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k / 2;
-    p.group = group;
-    p.bias_term = true;
-    p.activation = std::make_unique<kestrel::fb::ActivationT>();
-    p.activation->type = relu ? kestrel::fb::ActivationType::ReLU : kestrel::fb::ActivationType::None;
-    kestrel::fb::LayerParamsUnion u;
-    u.Set(std::move(p));
-    b.add_layer("Convolution", name, {bottom}, {name}, std::move(u), {wi, bi});
+    add_conv(b, rng, name, bottom, in, out, k, group, relu);
   };
   const int c = 20;
   conv("stem", "data", 3, c, 3, 1, true);
@@ -116,6 +122,42 @@ std::string residual_net() {
     prev = n + "/add";
   }
   conv("head", prev, c, 8, 1, 1, false);
+  b.add_output("head");
+  const std::vector<uint8_t> raw = b.serialize();
+  return std::string(raw.begin(), raw.end());
+}
+
+
+// Inception's and SqueezeNet's joins, Caffe's ResNet sums and a classifier's pooling: a
+// 3x3 stem; a 1x1 (ReLU) and a 3x3 (no activation) branch joined by a channel Concat;
+// a 1x1 over the join summed with it (Eltwise, ReLU); a global average and a global
+// maximum of the sum joined again (1x1 maps); a 1x1 head.
+std::string join_net() {
+  kestrel::ModelBuilder b;
+  std::mt19937 rng(47);
+  b.add_input("data", {3, 13, 21});
+  auto layer = [&](const char* type, const std::string& name, std::vector<std::string> bottoms, auto param) {
+    kestrel::fb::LayerParamsUnion u;
+    u.Set(std::move(param));
+    b.add_layer(type, name, std::move(bottoms), {name}, std::move(u));
+  };
+  add_conv(b, rng, "stem", "data", 3, 12, 3, 1, true);
+  add_conv(b, rng, "a", "stem", 12, 8, 1, 1, true);
+  add_conv(b, rng, "b", "stem", 12, 7, 3, 1, false);
+  layer("Concat", "cat", {"a", "b"}, kestrel::fb::ConcatParamT{});
+  add_conv(b, rng, "c", "cat", 15, 15, 1, 1, false);
+  kestrel::fb::EltwiseParamT sum;
+  sum.activation = std::make_unique<kestrel::fb::ActivationT>();
+  sum.activation->type = kestrel::fb::ActivationType::ReLU;
+  layer("Eltwise", "sum", {"c", "cat"}, std::move(sum));
+  for (const auto type : {kestrel::fb::PoolType::Average, kestrel::fb::PoolType::Max}) {
+    kestrel::fb::PoolingParamT pool;
+    pool.pool = type;
+    pool.global = true;
+    layer("Pooling", type == kestrel::fb::PoolType::Max ? "gmp" : "gap", {"sum"}, std::move(pool));
+  }
+  layer("Concat", "pooled", {"gap", "gmp"}, kestrel::fb::ConcatParamT{});
+  add_conv(b, rng, "head", "pooled", 30, 6, 1, 1, false);
   b.add_output("head");
   const std::vector<uint8_t> raw = b.serialize();
   return std::string(raw.begin(), raw.end());
@@ -239,6 +281,85 @@ TEST_SUITE("precision") {
     CHECK(not_bytes == 0);
     const kestrel::Mat fp32_maps = run(kestrel::KernelSet::kReference, 1, false, nullptr);
     const double e = kt::relative_error(want, fp32_maps);
+    MESSAGE("head relative to fp32 maps: " << e);
+    CHECK(e > 0.0);
+    CHECK(e < 0.1);
+  }
+
+  // Concat, Eltwise Sum and global pooling (kernels/i8_reference.h: i8_sum_reference,
+  // i8_max_reference, i8_global_pool_value) take int8 maps: the oracle and the fast
+  // kernels give the same bits at 1 and 3 threads; the joins, the sum and the pooled
+  // values are their requantized bytes; the head differs from the fp32-maps run only by
+  // rounding.
+  TEST_CASE("int8 maps: concat, eltwise sum and global pooling read and write int8 maps") {
+    const std::string bytes = join_net();
+    kestrel::Net fp32;
+    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
+    const kestrel::Mat calib = kt::random_input(fp32, "data", 5), in = kt::random_input(fp32, "data", 6);
+    const std::string quantized = with_minmax_scales(bytes, calib);
+    std::map<std::string, float> scales;
+    for (const auto* blob : *kestrel::fb::GetModel(quantized.data())->blobs()) {
+      scales[blob->name()->str()] = blob->int8_scale();
+    }
+    // The branches' scales differ: the join requantizes at least one of them.
+    REQUIRE(scales.at("a") != scales.at("cat"));
+    auto run = [&](kestrel::KernelSet kernels, int threads, bool maps, const char* blob,
+                   std::map<std::string, std::string>* ran = nullptr) {
+      return run_int8(quantized, in, kernels, threads, maps, blob, ran);
+    };
+    const char* blobs[] = {"cat", "sum", "gap", "gmp", "pooled", "head"};
+    std::map<std::string, kestrel::Mat> want;
+    for (const char* blob : blobs) want[blob] = run(kestrel::KernelSet::kReference, 1, true, blob);
+    std::map<std::string, std::string> ran;
+    for (int threads : {1, 3}) {
+      for (const char* blob : blobs) {
+        CAPTURE(threads);
+        CAPTURE(blob);
+        CHECK(kt::same_plane_values(run(kestrel::KernelSet::kReference, threads, true, blob), want[blob]));
+        CHECK(kt::same_plane_values(run(kestrel::KernelSet::kFast, threads, true, blob, &ran), want[blob]));
+      }
+    }
+    for (const char* layer : {"sum", "gap", "gmp"}) {
+      CAPTURE(layer);
+      CHECK(ran.at(layer) == std::string(kestrel::kernels::i8_map_kernel().name));
+    }
+    // Extracted, each map is its bytes dequantized: q / scale, q in [-127, 127] ([0, 127]
+    // after a ReLU).
+    for (const char* blob : {"cat", "sum", "gap", "gmp", "pooled"}) {
+      CAPTURE(blob);
+      const kestrel::Mat& m = want[blob];
+      const float scale = scales.at(blob);
+      const float low = std::string(blob) == "cat" ? -127.5f : -0.5f;
+      size_t not_bytes = 0, n = 0;
+      for (int q = 0; q < m.c; ++q) {
+        for (int i = 0; i < m.w * m.h; ++i, ++n) {
+          const float y = m.channel(q)[i] * scale;
+          not_bytes += !(std::fabs(y - std::nearbyint(y)) < 1e-3f && y > low && y < 127.5f);
+        }
+      }
+      CHECK(n > 0);
+      CHECK(not_bytes == 0);
+    }
+    // The pooled values from the sum's bytes: their maximum and their mean, requantized.
+    const kestrel::Mat& s = want["sum"];
+    const kestrel::Mat& gmp = want["gmp"];
+    const kestrel::Mat& gap = want["gap"];
+    REQUIRE(gmp.c == s.c);
+    for (int q = 0; q < s.c; ++q) {
+      CAPTURE(q);
+      float top = -1.f;
+      double mean = 0.0;
+      for (int i = 0; i < s.w * s.h; ++i) top = std::max(top, s.channel(q)[i]), mean += s.channel(q)[i];
+      mean /= s.w * s.h;
+      // The test input is not the calibration one: a value past the scale's range saturates.
+      const auto steps = [](float y, double x, float scale) {
+        return std::fabs(y * scale - std::clamp(x * scale, -127.0, 127.0));
+      };
+      CHECK(steps(gmp.channel(q)[0], top, scales.at("gmp")) < 0.5 + 1e-3);
+      CHECK(steps(gap.channel(q)[0], mean, scales.at("gap")) < 0.5 + 1e-3);
+    }
+    const kestrel::Mat fp32_maps = run(kestrel::KernelSet::kReference, 1, false, "head");
+    const double e = kt::relative_error(want["head"], fp32_maps);
     MESSAGE("head relative to fp32 maps: " << e);
     CHECK(e > 0.0);
     CHECK(e < 0.1);

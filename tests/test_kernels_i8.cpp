@@ -533,4 +533,42 @@ TEST_SUITE("kernels") {
     CHECK(q == 82);  // 81.5 rounds to even
     CHECK(runs == 8 * 4 * 11);
   }
+
+  // Global pooling's plane reductions (I8MapKernel::sum, max) of the active ISA's map
+  // kernel: lengths that are not whole vectors, bytes at both bounds, planes long enough
+  // that a narrow accumulator would overflow (127 * 70001 > 2^23), and what the pooled
+  // value is made of (i8_global_pool_value).
+  TEST_CASE("int8 kernels: global pooling's sum and maximum equal the oracle on any length") {
+    const k::I8MapKernel& mk = k::i8_map_kernel();
+    INFO(mk.name);
+    REQUIRE(static_cast<bool>(mk.sum));
+    REQUIRE(static_cast<bool>(mk.max));
+    std::mt19937 rng(43);
+    std::uniform_int_distribution<int> q8(-127, 100);
+    std::vector<size_t> lengths;
+    for (size_t n = 1; n <= 100; ++n) lengths.push_back(n);
+    for (size_t n : {127, 128, 129, 255, 256, 257, 1023, 4099, 70001}) lengths.push_back(n);
+    for (size_t n : lengths) {
+      INFO("n " << n);
+      std::vector<int8_t> q(n + kestrel::kOverreadBytes, 0);
+      for (int fill = 0; fill < 3; ++fill) {
+        for (size_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(fill == 0 ? q8(rng) : fill == 1 ? 127 : -127);
+        // The random bytes' largest value last, where a tail must read it.
+        if (fill == 0) q[n - 1] = 101;
+        CHECK(mk.sum(q.data(), n) == k::i8_sum_reference(q.data(), n));
+        CHECK(mk.max(q.data(), n) == k::i8_max_reference(q.data(), n));
+      }
+      CHECK(k::i8_sum_reference(q.data(), n) == -127 * static_cast<int32_t>(n));
+      CHECK(k::i8_max_reference(q.data(), n) == -127);
+    }
+    // The oracle: a sum and a maximum by definition, the average divided after scaling.
+    const int8_t row[] = {3, -7, 100, -127, 5};
+    CHECK(k::i8_sum_reference(row, 5) == -26);
+    CHECK(k::i8_max_reference(row, 5) == 100);
+    CHECK(k::i8_max_reference(row + 3, 1) == -127);
+    CHECK(k::i8_global_pool_value(true, 100, 5, 0.5f) == 50.f);
+    CHECK(k::i8_global_pool_value(false, -26, 5, 0.5f) == -13.f / 5.f);
+    CHECK(k::i8_requantize_plain(-2.6f, 10.f) == -26);
+    CHECK(k::i8_requantize_plain(1e9f, 10.f) == 127);
+  }
 }

@@ -39,7 +39,7 @@ const char* kUsage =
     "--sensitivity prints, for each layer that runs int8, the signal-to-quantization-noise\n"
     "ratio of the network's outputs (dB, over the calibration images) with that layer alone\n"
     "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again, and\n"
-    "keeps the residual adds (BinaryOp of two maps) in fp32 too where int8 adds cost the\n"
+    "keeps the residual adds (BinaryOp or Eltwise of two maps) in fp32 too where int8 adds cost the\n"
     "whole network more than kAddsDb dB.\n"
     "--equalize first evens out the channel ranges of the maps depthwise layers read\n"
     "(scaling the producer's channels up and the depthwise layer's down: the same network).\n"
@@ -51,12 +51,13 @@ const char* kUsage =
 // them in fp32: a clipped residual stream stays clipped block after block (BlazeFace: 3 dB).
 constexpr double kAddsDb = 1.0;
 
-// The model's residual adds: BinaryOp layers of two inputs not kept already.
+// The model's residual adds: BinaryOp and Eltwise layers of two inputs not kept already.
 std::vector<std::string> residual_adds(const std::string& bytes, const std::vector<std::string>& kept) {
   std::vector<std::string> out;
   for (const kestrel::fb::Layer* l : *kestrel::fb::GetModel(bytes.data())->layers()) {
     const std::string name = l->name()->str();
-    if (l->type()->str() == "BinaryOp" && l->bottoms() && l->bottoms()->size() == 2 &&
+    const std::string type = l->type()->str();
+    if ((type == "BinaryOp" || type == "Eltwise") && l->bottoms() && l->bottoms()->size() == 2 &&
         std::find(kept.begin(), kept.end(), name) == kept.end()) {
       out.push_back(name);
     }

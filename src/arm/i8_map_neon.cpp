@@ -2,6 +2,7 @@
 // I8MapKernel) on NEON: quantize_i8 eight values a step (i8_neon.h), the dequantization
 // with the convolution epilogue's activations (f32_gemm_epilogue_neon.h), and the int8
 // residual add (i8_add_reference), eight values a step.
+#include <algorithm>
 #include <type_traits>
 
 #include "arm/arm_kernels.h"
@@ -87,8 +88,31 @@ void add(const I8AddRow& r, size_t n, const ActivationSpec& act) {
   });
 }
 
+// Bytes added in pairs into int16 lanes (SADDLP), those in pairs into the int32
+// accumulator (SADALP): exact while n * 128 < 2^31.
+int32_t sum(const int8_t* q, size_t n) {
+  int32x4_t acc = vdupq_n_s32(0);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) acc = vpadalq_s16(acc, vpaddlq_s8(vld1q_s8(q + i)));
+  int32_t s = vaddvq_s32(acc);
+  for (; i < n; ++i) s += q[i];
+  return s;
+}
+
+int8_t max(const int8_t* q, size_t n) {
+  int8_t m = q[0];
+  size_t i = 0;
+  if (n >= 16) {
+    int8x16_t acc = vld1q_s8(q);
+    for (i = 16; i + 16 <= n; i += 16) acc = vmaxq_s8(acc, vld1q_s8(q + i));
+    m = std::max(m, vmaxvq_s8(acc));
+  }
+  for (; i < n; ++i) m = std::max(m, q[i]);
+  return m;
+}
+
 }  // namespace
 
-const I8MapKernel kI8Map_Neon = {"i8_map_neon", Isa::kNeon, quantize, dequantize, add};
+const I8MapKernel kI8Map_Neon = {"i8_map_neon", Isa::kNeon, quantize, dequantize, add, sum, max};
 
 }  // namespace kestrel::kernels::arm

@@ -163,6 +163,9 @@ class Layer {
   virtual bool computes_bf16() const { return false; }
   // After prepare() at Precision::kInt8: true if the layer computes in int8.
   virtual bool computes_int8() const { return false; }
+  // True if it computes in int8 only on int8 maps (set_int8_maps), and otherwise the
+  // fp32 layer's values: the Net then labels it fp32 where it chose no maps for it.
+  virtual bool int8_needs_maps() const { return false; }
 
   size_t workspace_bytes = 0;
   size_t workspace_per_thread_bytes = 0;

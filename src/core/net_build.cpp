@@ -444,8 +444,9 @@ void choose_inplace(NetImpl& net) {
 // them written into its output: each producer's output is a view of the output's
 // channel range (same h, w and so the same channel stride), and the copy disappears.
 // Not for network inputs or outputs (users hand in and hold those), in-place tops (their
-// memory is their bottom's), a blob listed twice, or a Concat whose own output is
-// aliased (one level keeps the lifetimes simple).
+// memory is their bottom's), a blob listed twice, a Concat whose own output is aliased
+// (one level keeps the lifetimes simple), or an input whose values are not the output's
+// type (an fp32 map into an int8 one, or back).
 void choose_concat_aliases(NetImpl& net) {
   const size_t nblobs = net.blob_names.size();
   net.alias_of.assign(nblobs, -1);
@@ -462,7 +463,7 @@ void choose_concat_aliases(NetImpl& net) {
       const int p = net.producer[b];
       bool ok = p >= 0 && !net.is_input[b] && !net.is_output[b] && net.consumers[b].size() == 1 &&
                 std::count(L.bottoms.begin(), L.bottoms.end(), b) == 1 && in.dims == 3 && in.elempack == 1 &&
-                in.w == out.w && in.h == out.h && net.alias_of[c] < 0;
+                in.w == out.w && in.h == out.h && in.i8 == out.i8 && net.alias_of[c] < 0;
       if (ok) {
         const NetLayer& P = net.layers[p];
         ok = !(P.inplace && P.tops[0] == b) && !P.impl->concatenates_channels();
@@ -563,7 +564,7 @@ Status build_net(std::unique_ptr<NetImpl> impl, const Option& opt, const std::ma
   if (!(s = check_precision_overrides(net, opt)).ok()) return s;
   if (!(s = oom_names("preparing layers", [&] { return prepare_layers(net, weights, opt); })).ok()) return s;
   if (!(s = oom_names("checking row counts", [&] { return check_data_dependent_rows(net); })).ok()) return s;
-  s = oom_names("choosing int8 maps", [&] { return opt.int8_maps ? choose_int8_maps(net) : Status::Ok(); });
+  s = oom_names("choosing int8 maps", [&] { return choose_int8_maps(net, opt.int8_maps); });
   if (!s.ok()) return s;
   s = oom_names("choosing layouts", [&] {
     if (opt.kernels == KernelSet::kFast) {

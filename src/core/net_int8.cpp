@@ -5,11 +5,13 @@
 // packed it: a quarter of the bytes, and no dequantize-then-quantize pass.
 //
 // Network inputs and outputs stay fp32, as does any map a layer without int8 maps reads
-// or writes (pooling, Eltwise and Concat have no int8 path yet; the exact fp32 routes of
-// conv_int8.h have none either, and an int8 output needs an activation that commutes
-// with the scale). A residual add (BinaryOp, two maps of one shape) reads and writes
-// them, so a block's maps stay int8 from one convolution to the next. Maps are planar:
-// the kernels that take int8 maps read and write planar operands.
+// or writes (windowed pooling, and the exact fp32 routes of conv_int8.h; an int8 output
+// also needs an activation that commutes with the scale). Residual adds (BinaryOp Add,
+// Eltwise Sum: two maps of one shape), global pooling and channel Concat read and write
+// them, so a network's maps stay int8 from one convolution to the next, through its
+// blocks, joins and classifier pooling; such a layer with no int8 map around it computes
+// fp32 (choose_int8_maps). Maps are planar: the kernels that take int8 maps read and
+// write planar operands.
 #include "core/net_int8.h"
 
 #include <algorithm>
@@ -27,9 +29,10 @@ bool int8_end(const NetImpl& net, int li, int b) {
 
 }  // namespace
 
-Status choose_int8_maps(NetImpl& net) {
+namespace {
+
+Status choose_maps(NetImpl& net, std::vector<char>& i8) {
   const size_t nblobs = net.blob_names.size(), nlayers = net.layers.size();
-  std::vector<char> i8(nblobs, 0);
   bool any = false;
   for (size_t b = 0; b < nblobs; ++b) {
     const int p = net.producer[b];
@@ -71,6 +74,25 @@ Status choose_int8_maps(NetImpl& net) {
   }
   for (size_t b = 0; b < nblobs; ++b) {
     if (i8[b]) net.blob_shapes[b].i8 = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status choose_int8_maps(NetImpl& net, bool maps) {
+  std::vector<char> i8(net.blob_names.size(), 0);
+  if (maps) {
+    Status s = choose_maps(net, i8);
+    if (!s.ok()) return s;
+  }
+  // A layer that is int8 only on int8 maps, with none, computes fp32.
+  for (NetLayer& L : net.layers) {
+    if (L.precision != Precision::kInt8 || !L.impl->int8_needs_maps()) continue;
+    bool some = false;
+    for (int b : L.bottoms) some = some || i8[b];
+    for (int t : L.tops) some = some || i8[t];
+    if (!some) L.precision = Precision::kFp32;
   }
   return Status::Ok();
 }

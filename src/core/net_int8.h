@@ -7,7 +7,9 @@ namespace kestrel {
 
 // Stores as int8 maps (Shape::i8) the blobs an int8 layer writes and only int8 layers
 // read, where all of them take such maps (Layer::set_int8_maps), and re-targets those
-// layers. Call after prepare, before the layout passes.
-Status choose_int8_maps(NetImpl& net);
+// layers (maps: Option::int8_maps; without, no blob is). Then a layer that computes in
+// int8 only on maps (Layer::int8_needs_maps) and has none gets Precision::kFp32. Call
+// after prepare, before the layout passes.
+Status choose_int8_maps(NetImpl& net, bool maps);
 
 }  // namespace kestrel

@@ -85,12 +85,15 @@ bool raw_input(const NetImpl& net, int b, int depth = 0) {
 // p where a layer of this type has a path at p, else fp32. bf16: the convolutions (the
 // layer picks which of them, by geometry: kernels::bf16_pointwise); int8: the
 // convolutions and inner products (those whose input has a scale:
-// PrepareContext::int8_in_scale), and the residual adds (BinaryOp; int8 where their
-// maps are: set_int8_maps).
+// PrepareContext::int8_in_scale), and the layers that are int8 where their maps are
+// (set_int8_maps): residual adds (BinaryOp, Eltwise), global pooling, channel Concat.
 Precision available(Precision p, const std::string& type) {
   if (p == Precision::kFp16 && has_fp16_path(type)) return p;
   if ((p == Precision::kBf16 || p == Precision::kInt8) && type == "Convolution") return p;
-  if (p == Precision::kInt8 && (type == "InnerProduct" || type == "BinaryOp")) return p;
+  if (p == Precision::kInt8 && (type == "InnerProduct" || type == "BinaryOp" || type == "Eltwise" ||
+                                type == "Pooling" || type == "Concat")) {
+    return p;
+  }
   return Precision::kFp32;
 }
 

@@ -33,7 +33,7 @@ void dequantize_reference(const float* src, float* dst, size_t n, float a, float
 }
 
 const I8MapKernel kI8MapReference = {"i8_map_reference", Isa::kRef, quantize_reference, dequantize_reference,
-                                     i8_add_reference};
+                                     i8_add_reference, i8_sum_reference, i8_max_reference};
 
 }  // namespace
 

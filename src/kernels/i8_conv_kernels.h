@@ -137,6 +137,9 @@ struct I8MapKernel {
   void (*dequantize)(const float* src, float* dst, size_t n, float a, float b, const ActivationSpec& act);
   // The int8 residual add on a row (i8_add_reference's results, bit for bit).
   void (*add)(const I8AddRow& row, size_t n, const ActivationSpec& act);
+  // A plane's reductions for int8 global pooling (i8_sum_reference, i8_max_reference).
+  int32_t (*sum)(const int8_t* q, size_t n);
+  int8_t (*max)(const int8_t* q, size_t n);
 };
 
 // The active ISA's map kernel, or the scalar reference's.

@@ -125,4 +125,25 @@ void conv_reference_i8(const ConvGeometry& g, const int8_t* weight, const float*
   }
 }
 
+int32_t i8_sum_reference(const int8_t* q, size_t n) {
+  int32_t s = 0;
+  for (size_t i = 0; i < n; ++i) s += q[i];
+  return s;
+}
+
+int8_t i8_max_reference(const int8_t* q, size_t n) {
+  int8_t m = q[0];
+  for (size_t i = 1; i < n; ++i) m = std::max(m, q[i]);
+  return m;
+}
+
+float i8_global_pool_value(bool max, int32_t r, size_t n, float dequant) {
+  const float y = static_cast<float>(r) * dequant;
+  return max ? y : y / static_cast<float>(n);
+}
+
+int8_t i8_requantize_plain(float y, float out_scale) {
+  return requantize_i8(y, out_scale, 0.f, ActivationSpec{}, -kI8Max, kI8Max);
+}
+
 }  // namespace kestrel::kernels

@@ -101,4 +101,17 @@ inline void with_i8_add_types(const I8AddRow& r, F&& f) {
 
 void i8_add_reference(const I8AddRow& r, size_t n, const ActivationSpec& act);
 
+// The plane reductions of int8 global pooling (layers/pooling.cpp): the exact sum of n
+// int8 values (n * 127 < 2^31) and the largest of them (n >= 1).
+int32_t i8_sum_reference(const int8_t* q, size_t n);
+int8_t i8_max_reference(const int8_t* q, size_t n);
+
+// A global pooling's value from its plane's reduction r (the largest q, or the sum of
+// its n values' q) on an int8 map read with `dequant` (1 / its scale): Max y =
+// float(r) * dequant, Ave y = float(r) * dequant / float(n) (a multiply, then a divide).
+// An fp32 output is y; an int8 output (out_scale > 0) requantize_i8(y, out_scale, 0)
+// with no activation: rne(y * out_scale) within [-127, 127].
+float i8_global_pool_value(bool max, int32_t r, size_t n, float dequant);
+int8_t i8_requantize_plain(float y, float out_scale);
+
 }  // namespace kestrel::kernels

@@ -15,6 +15,7 @@
 #include "kernels/i8_conv_kernels.h"
 #include "kernels/i8_reference.h"
 #include "layers/activation.h"
+#include "layers/i8_add_maps.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -121,7 +122,7 @@ class BinaryOp final : public Layer {
     half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast;
     i8_candidate_ = ctx.precision == Precision::kInt8 && two_same_ && outputs[0].dims == 3 &&
                     op_ == fb::BinaryOpType::Add && kernels::i8_output_activation(act_);
-    i8_reference_ = ctx.kernels == KernelSet::kReference;
+    i8_.reference = ctx.kernels == KernelSet::kReference;
     return Status::Ok();
   }
 
@@ -131,13 +132,14 @@ class BinaryOp final : public Layer {
   bool set_int8_maps(const std::vector<float>& in_scales, float out_scale, bool dry_run) override {
     if (!i8_candidate_ || in_scales.size() != 2) return false;
     if (dry_run) return true;
-    for (int i = 0; i < 2; ++i) in_dequant_[i] = in_scales[i] > 0.f ? 1.f / in_scales[i] : 0.f;
-    out_scale_ = out_scale;
+    for (int i = 0; i < 2; ++i) i8_.in_dequant[i] = in_scales[i] > 0.f ? 1.f / in_scales[i] : 0.f;
+    i8_.out_scale = out_scale;
     i8_maps_ = in_scales[0] > 0.f || in_scales[1] > 0.f || out_scale > 0.f;
-    if (i8_maps_ && !i8_reference_) kernel_name = kernels::i8_map_kernel().name;
+    if (i8_maps_ && !i8_.reference) kernel_name = kernels::i8_map_kernel().name;
     return true;
   }
   bool computes_int8() const override { return i8_candidate_; }
+  bool int8_needs_maps() const override { return true; }
 
   // Re-targets the layer to maps of halves (Layer::set_half): two inputs of the output's
   // shape (no broadcast), in the output's layout, through the registry's fp16 kernel,
@@ -166,7 +168,7 @@ class BinaryOp final : public Layer {
       return Status::Ok();
     }
     if (i8_maps_) {
-      run_int8(inputs[0], inputs[1], outputs[0], ctx.num_threads);
+      layer_util::run_i8_add(i8_, inputs[0], inputs[1], outputs[0], act_, ctx.num_threads);
       return Status::Ok();
     }
     Operand a = broadcast_operand(inputs[0].data, layer_util::axis_view(inputs[0]));
@@ -270,34 +272,6 @@ class BinaryOp final : public Layer {
     }
   }
 
-  // int8 maps (set_int8_maps): channels cut into kElementwiseChunk pieces, one per
-  // iteration, through the map kernel's add (or the reference's). A map's channels are
-  // cstep 4-byte units apart, whatever its elements.
-  void run_int8(const Mat& a, const Mat& b, Mat& out, int num_threads) const {
-    const int planes = layer_util::plane_count(out);
-    const size_t n = layer_util::plane_size(out);
-    const size_t chunk = kernels::kElementwiseChunk;
-    const long long pieces = static_cast<long long>((n + chunk - 1) / chunk);
-    const auto add = i8_reference_ ? kernels::i8_add_reference : kernels::i8_map_kernel().add;
-    auto at = [](const Mat& m, int q, size_t first, bool bytes) {
-      char* base = reinterpret_cast<char*>(m.data) + static_cast<size_t>(q) * m.cstep * sizeof(float);
-      return base + first * (bytes ? 1 : sizeof(float));
-    };
-#pragma omp parallel for num_threads(num_threads)
-    for (long long it = 0; it < planes * pieces; ++it) {
-      const int q = static_cast<int>(it / pieces);
-      const size_t first = static_cast<size_t>(it % pieces) * chunk;
-      kernels::I8AddRow r;
-      r.a = at(a, q, first, in_dequant_[0] > 0.f);
-      r.a_dequant = in_dequant_[0];
-      r.b = at(b, q, first, in_dequant_[1] > 0.f);
-      r.b_dequant = in_dequant_[1];
-      r.out = at(out, q, first, out_scale_ > 0.f);
-      r.out_scale = out_scale_;
-      add(r, std::min(chunk, n - first), act_);
-    }
-  }
-
   fb::BinaryOpType op_ = fb::BinaryOpType::Add;
   bool with_scalar_ = false;
   float scalar_ = 0.f;
@@ -311,10 +285,8 @@ class BinaryOp final : public Layer {
   bool half_candidate_ = false;  // prepared at kFp16 on the fast set: set_half may re-target
   char name_[64] = {};           // kernel_name with the operands' layouts, once re-targeted
   bool i8_candidate_ = false;    // prepared at kInt8, an Add set_int8_maps may re-target
-  bool i8_reference_ = false;    // prepared on the reference kernel set
   bool i8_maps_ = false;         // re-targeted: some operand is an int8 map
-  float in_dequant_[2] = {0.f, 0.f};  // 1 / an int8 input's scale; 0: an fp32 input
-  float out_scale_ = 0.f;             // > 0: an int8 output map's scale
+  layer_util::I8AddMaps i8_;     // its operands, once re-targeted
 };
 
 }  // namespace

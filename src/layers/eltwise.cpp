@@ -2,13 +2,17 @@
 // product or maximum), with a fused activation. A kernel of the eltwise registry,
 // chosen at prepare(), folds every input in one pass; kernels::eltwise_reference is
 // the reference kernel set's. At fp16, a fold of two maps may be re-targeted to halves
-// (set_half).
+// (set_half); at int8, an unweighted Sum of two maps to int8 maps (set_int8_maps: the
+// residual add of kernels/i8_reference.h, as BinaryOp's, Caffe's ResNet blocks).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
 #include "kernels/elementwise_kernels.h"
+#include "kernels/i8_conv_kernels.h"
+#include "kernels/i8_reference.h"
 #include "layers/activation.h"
+#include "layers/i8_add_maps.h"
 #include "layers/layers.h"
 
 namespace kestrel {
@@ -59,18 +63,32 @@ class Eltwise final : public Layer {
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_eltwise_kernel(g_, kernels::active_isa()) : nullptr;
     kernel_name = kernel_ ? kernel_->name : nullptr;
     half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast && inputs.size() == 2;
+    i8_candidate_ = ctx.precision == Precision::kInt8 && inputs.size() == 2 && first.dims == 3 &&
+                    op_ == fb::EltwiseOp::Sum && unweighted() && kernels::i8_output_activation(act_);
+    i8_.reference = ctx.kernels == KernelSet::kReference;
     return Status::Ok();
   }
+
+  // Re-targets an unweighted Sum of two maps to int8 maps (planar; any mix of int8 and
+  // fp32 inputs and output), as BinaryOp's Add.
+  bool set_int8_maps(const std::vector<float>& in_scales, float out_scale, bool dry_run) override {
+    if (!i8_candidate_ || in_scales.size() != 2) return false;
+    if (dry_run) return true;
+    for (int i = 0; i < 2; ++i) i8_.in_dequant[i] = in_scales[i] > 0.f ? 1.f / in_scales[i] : 0.f;
+    i8_.out_scale = out_scale;
+    i8_maps_ = in_scales[0] > 0.f || in_scales[1] > 0.f || out_scale > 0.f;
+    if (i8_maps_) kernel_name = i8_.reference ? nullptr : kernels::i8_map_kernel().name;
+    return true;
+  }
+  bool computes_int8() const override { return i8_candidate_; }
+  bool int8_needs_maps() const override { return true; }
 
   // Re-targets the layer to maps of halves (Layer::set_half): a fold of two inputs,
   // coefficients absent or all 1, through the registry's fp16 kernel, whose results are
   // then the reference's fp32 ones rounded to halves (f16_binary_neonfp16.cpp says why;
   // a longer fold, or a weighted one, would round more than once). Any layout.
   bool set_half(int in_pack, int out_pack, bool dry_run) override {
-    if (!half_candidate_ || in_pack != out_pack) return false;
-    for (float c : coefficients_) {
-      if (c != 1.f) return false;
-    }
+    if (!half_candidate_ || in_pack != out_pack || !unweighted()) return false;
     kernels::EltwiseGeometry g = g_;
     g.f16 = true;
     const kernels::EltwiseKernel* k = kernels::select_eltwise_kernel(g, kernels::active_isa());
@@ -86,6 +104,10 @@ class Eltwise final : public Layer {
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     Mat& out = outputs[0];
+    if (i8_maps_) {
+      layer_util::run_i8_add(i8_, inputs[0], inputs[1], out, act_, ctx.num_threads);
+      return Status::Ok();
+    }
     if (g_.f16) {
       forward_half(inputs, out, ctx.num_threads);
       return Status::Ok();
@@ -126,6 +148,11 @@ class Eltwise final : public Layer {
   }
 
  private:
+  // Coefficients absent or all 1: a sum with no multiply.
+  bool unweighted() const {
+    return std::all_of(coefficients_.begin(), coefficients_.end(), [](float c) { return c == 1.f; });
+  }
+
   // Maps of halves (set_half), two inputs: planes (channels, or blocks of 8) of
   // plane_size * elempack halves, cut into kElementwiseChunk pieces, one per iteration.
   void forward_half(const std::vector<Mat>& inputs, Mat& out, int num_threads) const {
@@ -153,6 +180,9 @@ class Eltwise final : public Layer {
   const kernels::EltwiseKernel* kernel_ = nullptr;
   bool half_candidate_ = false;  // two inputs, prepared at kFp16 on the fast set: set_half may re-target
   char name_[64] = {};           // kernel_name with the operands' layouts, once re-targeted
+  bool i8_candidate_ = false;    // prepared at kInt8, an unweighted Sum of two: set_int8_maps may re-target
+  bool i8_maps_ = false;         // re-targeted: some operand is an int8 map
+  layer_util::I8AddMaps i8_;     // its operands, once re-targeted
 };
 
 }  // namespace

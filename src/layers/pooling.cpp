@@ -3,8 +3,13 @@
 // reference loops (kernels::pool_reference) cover the rest and the reference kernel set.
 // The layout pass (core/net_layout.cpp) may then re-target a fast kernel to blocked maps,
 // and the fp16 pass (core/net_half.cpp) one prepared at kFp16 to pack8 maps of halves.
+// At kInt8 a global pooling may read an int8 map (set_int8_maps): the plane's exact
+// integer sum or maximum (I8MapKernel::sum, max), then i8_global_pool_value, written as
+// an fp32 or an int8 map. Windowed poolings keep fp32 maps.
 #include <cstdio>
 
+#include "kernels/i8_conv_kernels.h"
+#include "kernels/i8_reference.h"
 #include "kernels/pool_kernels.h"
 #include "layers/kernel_bridge.h"
 #include "layers/layers.h"
@@ -99,6 +104,11 @@ class Pooling final : public Layer {
     g_.count_include_pad = count_include_pad_;
     g_.global = global_;
     half_candidate_ = ctx.precision == Precision::kFp16 && ctx.kernels == KernelSet::kFast;
+    // A plane's int32 sum must not overflow.
+    i8_candidate_ = ctx.precision == Precision::kInt8 && global_ &&
+                    (pool_ == fb::PoolType::Max || pool_ == fb::PoolType::Average) &&
+                    static_cast<long long>(in.w) * in.h <= kMaxI8PoolPlane;
+    i8_reference_ = ctx.kernels == KernelSet::kReference;
     // Chosen once, at Net load.
     kernel_ = ctx.kernels == KernelSet::kFast ? kernels::select_pool_kernel(g_, kernels::active_isa()) : nullptr;
     kernel_name = kernel_ ? kernel_->name : nullptr;
@@ -151,11 +161,28 @@ class Pooling final : public Layer {
     return true;
   }
 
+  // Re-targets a global pooling to read an int8 map (planar), its output an fp32 map or
+  // (out_scale > 0) an int8 one. An fp32 input keeps the fp32 path.
+  bool set_int8_maps(const std::vector<float>& in_scales, float out_scale, bool dry_run) override {
+    if (!i8_candidate_ || in_scales.size() != 1 || !(in_scales[0] > 0.f) || g_.f16 || !g_.planar()) return false;
+    if (dry_run) return true;
+    in_dequant_ = 1.f / in_scales[0];
+    out_scale_ = out_scale;
+    kernel_ = nullptr;  // the fp32 kernel's workspace is no longer asked for
+    workspace_bytes = workspace_per_thread_bytes = 0;
+    kernel_name = i8_reference_ ? nullptr : kernels::i8_map_kernel().name;
+    return true;
+  }
+  bool computes_int8() const override { return i8_candidate_; }
+  bool int8_needs_maps() const override { return true; }
+
   Status forward(const std::vector<Mat>& inputs, std::vector<Mat>& outputs,
                  const ForwardContext& ctx) const override {
     const Mat& in = inputs[0];
     Mat& out = outputs[0];
-    if (kernel_) {
+    if (in_dequant_ > 0.f) {
+      forward_int8(in, out, ctx.num_threads);
+    } else if (kernel_) {
       kernel_->run(g_, in.data, in.cstep, out.data, out.cstep, kernel_context(ctx));
     } else {
       kernels::pool_reference(g_, in.data, in.cstep, out.data, out.cstep, ctx.num_threads);
@@ -164,9 +191,37 @@ class Pooling final : public Layer {
   }
 
  private:
+  // Planes of at most this many values: 127 times it fits in int32.
+  static constexpr long long kMaxI8PoolPlane = 16 << 20;
+
+  // A channel an iteration: its plane's reduction, then its value.
+  void forward_int8(const Mat& in, Mat& out, int num_threads) const {
+    const size_t n = static_cast<size_t>(g_.in_h) * g_.in_w;
+    const bool max = pool_ == fb::PoolType::Max;
+    const kernels::I8MapKernel& mk = kernels::i8_map_kernel();
+    const auto sum = i8_reference_ ? kernels::i8_sum_reference : mk.sum;
+    const auto largest = i8_reference_ ? kernels::i8_max_reference : mk.max;
+    const auto at = [](const Mat& m, int q) { return reinterpret_cast<char*>(m.data) + q * m.cstep * sizeof(float); };
+#pragma omp parallel for num_threads(num_threads)
+    for (int q = 0; q < g_.channels; ++q) {
+      const int8_t* p = reinterpret_cast<const int8_t*>(at(in, q));
+      const int32_t r = max ? largest(p, n) : sum(p, n);
+      const float y = kernels::i8_global_pool_value(max, r, n, in_dequant_);
+      if (out_scale_ > 0.f) {
+        *reinterpret_cast<int8_t*>(at(out, q)) = kernels::i8_requantize_plain(y, out_scale_);
+      } else {
+        *reinterpret_cast<float*>(at(out, q)) = y;
+      }
+    }
+  }
+
   fb::PoolType pool_ = fb::PoolType::Max;
   bool global_ = false, ceil_ = false, count_include_pad_ = true;
   bool half_candidate_ = false;  // prepared at kFp16 on the fast set: set_half may re-target
+  bool i8_candidate_ = false;    // prepared at kInt8, global: set_int8_maps may re-target
+  bool i8_reference_ = false;    // prepared on the reference kernel set
+  float in_dequant_ = 0.f;       // > 0: reads an int8 map (1 / its scale)
+  float out_scale_ = 0.f;        // > 0: writes an int8 map at this scale
   int kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
   fb::PadMode pad_mode_ = fb::PadMode::Explicit;

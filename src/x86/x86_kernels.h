@@ -86,6 +86,11 @@ extern const I8ConvKernel kI8ConvIm2col_4x16_Avx2;
 extern const I8ConvKernel kI8DwConv3x3_8_Avx2;  // depthwise by exact fp32 FMAs (i8_dwconv_planar_x86.h)
 extern const I8ConvKernel kI8DwConv5x5_8_Avx2;
 extern const I8MapKernel kI8Map_Avx2;
+// The int8 global pooling's plane reductions (I8MapKernel::sum, max) at 256 bits
+// (i8_map_avx2.cpp), the AVX-512 map kernel's too: byte lanes at 512 bits need AVX512BW,
+// which its translation unit does not assume, and a plane is read once.
+int32_t i8_sum_avx2(const int8_t* q, size_t n);
+int8_t i8_max_avx2(const int8_t* q, size_t n);
 // Their half-weight twins (ConvKernel::half_weights): weights kept as IEEE halves.
 extern const ConvKernel kF32Conv1x1_32x12_F16w_Avx512;
 extern const ConvKernel kF32ConvSgemm_32x12_F16w_Avx512;
