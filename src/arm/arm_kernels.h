@@ -38,6 +38,7 @@ extern const I8ConvKernel kI8Conv1x1_4x4_Neon;         // 1x1 stride 1, planar (
 extern const I8ConvKernel kI8ConvIm2col_4x4_Neon;      // any other one-group window
 extern const I8ConvKernel kI8DwConv3x3_16x2_NeonDot;  // depthwise 3x3, stride 1 and 2, by SDOT
 extern const I8ConvKernel kI8DwConv5x5_16x2_NeonDot;  // depthwise 5x5 (i8_dwconv_16x2_neondot.cpp)
+extern const I8ConvKernel kI8DwConv3x3_Pack4_Neon;   // depthwise 3x3, stride 1 and 2, via the fp32 pack4 walk
 extern const I8ConvKernel kI8DwConv3x3_8x2_Neon;      // depthwise 3x3, stride 1 and 2 (no dotprod needed)
 extern const I8ConvKernel kI8DwConv5x5_8x2_Neon;      // depthwise 5x5, stride 1 and 2
 extern const I8MapKernel kI8Map_Neon;                  // quantize / dequantize passes

@@ -29,7 +29,7 @@ std::vector<const ConvKernel*> arch_conv_kernels() {
 // SDOT where the core has it, each before its SMULL/SMLAL twin for ARMv8.0 cores.
 std::vector<const I8ConvKernel*> arch_i8_conv_kernels() {
   return {&arm::kI8Conv1x1_8x12_NeonDot, &arm::kI8Conv1x1_4x4_Neon, &arm::kI8DwConv3x3_16x2_NeonDot,
-          &arm::kI8DwConv5x5_16x2_NeonDot, &arm::kI8DwConv3x3_8x2_Neon, &arm::kI8DwConv5x5_8x2_Neon,
+          &arm::kI8DwConv5x5_16x2_NeonDot, &arm::kI8DwConv3x3_Pack4_Neon, &arm::kI8DwConv3x3_8x2_Neon, &arm::kI8DwConv5x5_8x2_Neon,
           &arm::kI8ConvIm2col_8x12_NeonDot, &arm::kI8ConvIm2col_4x4_Neon};
 }
 std::vector<const I8MapKernel*> arch_i8_map_kernels() { return {&arm::kI8Map_Neon}; }
