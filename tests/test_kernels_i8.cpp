@@ -317,6 +317,9 @@ TEST_SUITE("kernels") {
         {5, 7, 1, 6, 17, 5, 1, 2, 2, Act::LeakyReLU, true},  {3, 4, 1, 4, 1, 3, 2, 1, 1, Act::None, true},
         {16, 20, 1, 8, 8, 3, 2, 0, 1, Act::Sigmoid, true},   {8, 35, 1, 5, 40, 7, 2, 3, 3, Act::Clip, true},
         {12, 9, 1, 11, 7, 3, 1, 2, 2, Act::ReLU, true, 2},   {6, 10, 1, 13, 20, 3, 3, 1, 1, Act::ReLU, true},
+        // Stems of a whole 32-channel panel or more (AVX-512 VNNI's quads: a zero channel).
+        {3, 32, 1, 19, 23, 7, 2, 3, 3, Act::ReLU, true},     {3, 40, 1, 9, 30, 3, 2, 1, 1, Act::Clip, true},
+        {2, 33, 1, 6, 7, 3, 3, 1, 1, Act::None, false},
         // 1x1 on maps of more than 256 pixels (pixel tiles): a last tile of 35, 16 and 32
         // pixels, 8-channel panels with a short last one.
         {24, 24, 1, 17, 19, 1, 1, 0, 0, Act::ReLU, true},    {5, 9, 1, 20, 20, 1, 1, 0, 0, Act::Sigmoid, true},

@@ -18,9 +18,10 @@
 // An int8 map as input is read as it is, in place of the quantization.
 //
 // Layouts
-//   packed  [panel][K / 4][32] dwords, each four u8 weights (w[4q] + 128 in the low byte)
-//           of one output channel; then per panel 32 dequant factors and 32 biases.
-//           Missing channels are zero weights (128).
+//   packed  [panel][K / 4][32] dwords, each four u8 weights of one output channel at one
+//           tap, of channels 4cq .. 4cq + 3 (w + 128, the first in the low byte), quads
+//           in the order (channel quad, kernel row, kernel column); then per panel 32
+//           dequant factors and 32 biases. Missing channels are zero weights (128).
 //   groups  the input quantized or read: groups of 12 pixels, each [K / 4][12] dwords (four s8,
 //           tap 4q in the low byte; a short last quad's missing taps zero) and then the
 //           12 pixels' sums of their K inputs, the last group [K / 4 + 1][rest]; the
@@ -50,7 +51,16 @@ constexpr int kOffset = 128;
 
 using Plan = DotPlan<4, MR, NP>;
 
-Plan plan_of(const ConvGeometry& g) { return Plan(g); }
+// Input channels in quads, the last one short by zeros.
+size_t channel_quads(const ConvGeometry& g) { return (static_cast<size_t>(g.in_c) + 3) / 4; }
+
+// K in quads of channels at one tap: (channel quad, kernel row, kernel column), the
+// im2col planes' order (a 1x1's is the channels' own).
+Plan plan_of(const ConvGeometry& g) {
+  Plan p(g);
+  p.kd = channel_quads(g) * g.kh * g.kw;
+  return p;
+}
 
 // Per panel: the weight quads, then the dequant factors and the biases.
 size_t panel_dwords(const Plan& p) { return (p.kd + 2) * MR; }
@@ -64,12 +74,15 @@ bool supports_any(const ConvGeometry& g) {
 }
 
 bool supports_pointwise(const ConvGeometry& g) { return g.is_pointwise() && supports_any(g); }
-// Stems (at most 4 input channels) are left to the exact fp32 route (i8_conv_kernels.h):
-// their few taps give the im2col rows more work than the dot products (MobileNet v1's
-// 3-channel stem: 1.24 ms here against 0.58 ms).
+// A stem (at most 4 input channels: one quad a tap, a 3-channel one padded by a zero
+// channel) with fewer output channels than a panel wastes much of each dot product and
+// keeps the exact fp32 route (i8_conv_kernels.h; BlazeFace's 24 channels: 0.45 ms
+// against 0.51). From a whole panel on the quads are faster (medians of alternating runs,
+// AMD EPYC: ResNet-18's 7x7 to 64, 1.09 ms against 1.33; MobileNet v1's 3x3 to 32, 0.17
+// against 0.20; MobileNet v2's 0.19 against 0.22).
 constexpr int kMinIm2colChannels = 5;
 bool supports_im2col(const ConvGeometry& g) {
-  return !g.is_pointwise() && g.in_c >= kMinIm2colChannels && supports_any(g);
+  return !g.is_pointwise() && (g.in_c >= kMinIm2colChannels || g.out_c >= MR) && supports_any(g);
 }
 
 size_t packed_bytes(const ConvGeometry& g) {
@@ -86,11 +99,13 @@ void pack(const ConvGeometry& g, const int8_t* weight, const float* dequant, con
     for (int r = 0; r < MR; ++r) {
       const int o = panel * MR + r;
       const int8_t* src = o < g.out_c ? weight + static_cast<size_t>(o) * p.k : nullptr;
+      const size_t taps = static_cast<size_t>(g.kh) * g.kw;
       for (size_t q = 0; q < p.kd; ++q) {
+        const size_t cq = q / taps, tap = q % taps;
         uint32_t d = 0;
         for (size_t i = 0; i < 4; ++i) {
-          const size_t c = 4 * q + i;
-          const int w = src && c < p.k ? src[c] : 0;
+          const size_t c = 4 * cq + i;
+          const int w = src && c < static_cast<size_t>(g.in_c) ? src[c * taps + tap] : 0;
           d |= static_cast<uint32_t>(w + kOffset) << (8 * i);
         }
         quads[q * MR + r] = d;
@@ -119,6 +134,7 @@ size_t no_workspace(const ConvGeometry&) { return 0; }
 // they are, floats (T = float) or bytes (int8_t).
 template <class T>
 struct PointwiseRows {
+  static constexpr bool kQuads = false;
   const T* in;
   size_t cstep;
   PointwiseRows(const ConvGeometry&, const T* src, size_t cs, void*) : in(src), cstep(cs) {}
@@ -141,78 +157,115 @@ struct PointwiseRows {
   KESTREL_X86_INLINE Cursor at(size_t gi, int np) const { return {in + gi * NP, cstep, V::lanes(np)}; }
 };
 
-// Any window (tap = input channel, kernel row, kernel column, the weights' order), from
-// the input as zero-padded byte planes (PaddedPlanes): first the threads write the
-// planes, a share of the channels each (an fp32 map quantized, an int8 map copied), then
-// every tap of a group is one load at an offset, with no bounds to test. A group's runs
-// (its pixels along one output row each) are found once; a run's lanes read its row from
-// its first pixel's window origin: a load at stride 1, two and a permute at stride 2,
-// one byte at a time at larger strides, expanded into the run's lanes.
-//
-// The planes, with room for a run's loads past the last (16 values at stride sw).
-size_t padded_bytes(const ConvGeometry& g) {
-  return PaddedPlanes(g).bytes(g, static_cast<size_t>(W) * std::max(2, g.sw) + 64);
-}
-
-// An input row of n values as bytes at dst: floats quantized, or bytes copied.
-void row_bytes(const float* src, int n, __m512 s, int8_t* dst) {
-  for (int x = 0; x < n; x += W) {
-    const __mmask16 m = V::lanes(std::min(W, n - x));
-    _mm512_mask_cvtepi32_storeu_epi8(dst + x, m, load_q8x16(src + x, m, s));
+// Any window, from the input as zero-padded planes of channel quads (a pixel's dword
+// holds channels 4cq .. 4cq + 3; the weights' taps go in the same order: pack): first the
+// threads write the planes, a share of the quads each (an fp32 map quantized, an int8
+// map's bytes interleaved), then a group's quad of a tap (channel quad, kernel row,
+// kernel column) is one load of a run's dwords at an offset, with no bounds to test and
+// no byte shuffling: a load at stride 1, two and a permute at stride 2, a gather at
+// larger strides, expanded into the run's lanes. Quadrupling the bytes a load carries is
+// what makes the groups cheap beside the dot products where the panels are few (ResNet's
+// 64-channel 3x3 layers); a 3-channel stem pays a zero channel.
+struct QuadPlanes {
+  PaddedPlanes pad;  // rows and columns; its cstep unused
+  size_t cstep;      // bytes from one quad's plane to the next
+  explicit QuadPlanes(const ConvGeometry& g)
+      : pad(g), cstep((static_cast<size_t>(pad.rows) * pad.cols * 4 + 63) / 64 * 64) {}
+  // With room for a run's loads past the last (16 dwords at stride sw).
+  size_t bytes(const ConvGeometry& g) const {
+    return channel_quads(g) * cstep + static_cast<size_t>(W) * 4 * std::max(2, g.sw) + 64;
   }
+};
+
+size_t padded_bytes(const ConvGeometry& g) { return QuadPlanes(g).bytes(g); }
+
+// Sixteen values of a row as bytes: lanes m of floats quantized, or sixteen bytes read
+// (maps are followed by kOverreadBytes; the caller stores lanes m only).
+KESTREL_X86_INLINE __m128i row16(const float* p, __mmask16 m, __m512 s) {
+  return _mm512_maskz_cvtepi32_epi8(0xFFFF, load_q8x16(p, m, s));
 }
-void row_bytes(const int8_t* src, int n, __m512, int8_t* dst) { std::copy(src, src + n, dst); }
+KESTREL_X86_INLINE __m128i row16(const int8_t* p, __mmask16, __m512) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
 
 template <class T>
 struct Im2colRows {
+  static constexpr bool kQuads = true;
   const ConvGeometry& g;
   const T* in;
   size_t in_cstep;
-  PaddedPlanes pad;
-  int8_t* planes;
+  QuadPlanes qp;
+  uint8_t* planes;
   __m512i even;  // lane L: element 2L of two vectors
 
   Im2colRows(const ConvGeometry& geo, const T* src, size_t cs, void* scratch)
-      : g(geo), in(src), in_cstep(cs), pad(geo), planes(static_cast<int8_t*>(scratch)),
+      : g(geo), in(src), in_cstep(cs), qp(geo), planes(static_cast<uint8_t*>(scratch)),
         even(_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0)) {}
 
-  // Channels [c0, c1) into their planes.
+  // The quads whose first channel is in [c0, c1) into their planes.
   void fill(int c0, int c1, float scale) const {
     const __m512 s = _mm512_set1_ps(scale);
-    pad.fill(g, planes, c0, c1, [&](int c, int y, int8_t* dst) {
-      row_bytes(in + c * in_cstep + static_cast<size_t>(y) * g.in_w, g.in_w, s, dst);
-    });
+    const int cols = qp.pad.cols;
+    for (int cq = (c0 + 3) / 4; 4 * cq < c1; ++cq) {
+      uint8_t* plane = planes + static_cast<size_t>(cq) * qp.cstep;
+      std::fill(plane, plane + qp.cstep, uint8_t{0});
+      const T* ch[4];
+      for (int i = 0; i < 4; ++i) ch[i] = 4 * cq + i < g.in_c ? in + (4 * cq + i) * in_cstep : nullptr;
+      for (int y = 0; y < g.in_h; ++y) {
+        uint32_t* dst = reinterpret_cast<uint32_t*>(plane) + static_cast<size_t>(g.pad_top + y) * cols + g.pad_left;
+        const size_t row = static_cast<size_t>(y) * g.in_w;
+        for (int x = 0; x < g.in_w; x += W) {
+          const __mmask16 m = V::lanes(std::min(W, g.in_w - x));
+          __m128i b[4];
+          for (int i = 0; i < 4; ++i) b[i] = ch[i] ? row16(ch[i] + row + x, m, s) : _mm_setzero_si128();
+          // Channel pairs into 16-bit lanes, then the pairs into dwords: pixels 0-3, 4-7, ...
+          const __m128i lo01 = _mm_unpacklo_epi8(b[0], b[1]), hi01 = _mm_unpackhi_epi8(b[0], b[1]);
+          const __m128i lo23 = _mm_unpacklo_epi8(b[2], b[3]), hi23 = _mm_unpackhi_epi8(b[2], b[3]);
+          __m512i q = _mm512_castsi128_si512(_mm_unpacklo_epi16(lo01, lo23));
+          q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(lo01, lo23), 1);
+          q = _mm512_inserti32x4(q, _mm_unpacklo_epi16(hi01, hi23), 2);
+          q = _mm512_inserti32x4(q, _mm_unpackhi_epi16(hi01, hi23), 3);
+          _mm512_mask_storeu_epi32(dst + x, m, q);
+        }
+      }
+    }
   }
 
   struct Cursor {
     const Im2colRows& s;
-    ptrdiff_t origin[NP];  // a run's first pixel's window origin in the plane
+    ptrdiff_t origin[NP];  // a run's first pixel's window origin in the plane, in dwords
     __mmask16 lanes[NP];   // and its lanes
     int nruns = 0;
-    TapWalk walk;
+    const uint32_t* plane;
+    int ky = 0, kx = 0;
 
-    // Sixteen bytes from p at stride sw, as int32 lanes.
-    KESTREL_X86_INLINE __m512i strided(const int8_t* p) const {
+    // Sixteen dwords from p at stride sw.
+    KESTREL_X86_INLINE __m512i strided(const uint32_t* p) const {
       const int sw = s.g.sw;
-      if (sw == 1) return load_i8x16(p);
-      if (sw == 2) return _mm512_maskz_permutex2var_epi32(0xFFFF, load_i8x16(p), s.even, load_i8x16(p + W));
-      alignas(64) int32_t b[W];
-      for (int i = 0; i < W; ++i) b[i] = p[static_cast<ptrdiff_t>(i) * sw];
-      return _mm512_load_si512(b);
+      if (sw == 1) return _mm512_loadu_si512(p);
+      if (sw == 2) return _mm512_permutex2var_epi32(_mm512_loadu_si512(p), s.even, _mm512_loadu_si512(p + W));
+      const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                             _mm512_set1_epi32(sw));
+      return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0xFFFF, idx, p, 4);
     }
 
-    KESTREL_X86_INLINE __m512i next(__m512) {
-      const int8_t* tap = walk.at();
+    // The current tap's quads of the group's pixels, then the next tap (the weights'
+    // order: channel quad, kernel row, kernel column).
+    KESTREL_X86_INLINE __m512i next_quads() {
+      const uint32_t* tap = plane + static_cast<ptrdiff_t>(ky) * s.g.dh * s.qp.pad.cols + kx * s.g.dw;
       __m512i v = _mm512_setzero_si512();
       for (int r = 0; r < nruns; ++r) v = _mm512_mask_expand_epi32(v, lanes[r], strided(tap + origin[r]));
-      walk.step();
+      if (++kx == s.g.kw) {
+        kx = 0;
+        if (++ky == s.g.kh) ky = 0, plane += s.qp.cstep / 4;
+      }
       return v;
     }
   };
 
   Cursor at(size_t gi, int np) const {
-    Cursor c{*this, {}, {}, 0, {g, pad, planes}};
-    pad.for_each_run(g, gi * NP, np, [&](int j, int len, ptrdiff_t origin) {
+    Cursor c{*this, {}, {}, 0, reinterpret_cast<const uint32_t*>(planes)};
+    qp.pad.for_each_run(g, gi * NP, np, [&](int j, int len, ptrdiff_t origin) {
       c.origin[c.nruns] = origin;
       c.lanes[c.nruns++] = static_cast<__mmask16>(((1u << len) - 1u) << j);
     });
@@ -224,12 +277,13 @@ size_t workspace_pointwise(const ConvGeometry& g) { return group_bytes(g); }
 size_t workspace_im2col(const ConvGeometry& g) { return group_bytes(g) + padded_bytes(g); }
 
 // Groups [g0, g1) into `groups`: for each group, taps 4q .. 4q + 3 of its pixels for
-// each q in turn, quantized and packed into a dword a pixel, then each pixel's sum of
-// its quantized inputs. Taps past K are zeros.
+// each q in turn, packed into a dword a pixel (a quad source's loads as they are, else
+// four taps quantized and packed), then each pixel's sum of its quantized inputs. Taps
+// past K are zeros.
 template <class Src>
 void fill_groups(const Plan& p, const Src& src, float scale, size_t g0, size_t g1, uint32_t* groups) {
   const __m512 s = _mm512_set1_ps(scale);
-  const __m512i byte = _mm512_set1_epi32(0xFF);
+  const __m512i byte = _mm512_set1_epi32(0xFF), ones = _mm512_set1_epi32(0x01010101);
   for (size_t gi = g0; gi < g1; ++gi) {
     const int np = p.group_pixels(gi);
     const __mmask16 m = V::lanes(np);
@@ -238,10 +292,15 @@ void fill_groups(const Plan& p, const Src& src, float scale, size_t g0, size_t g
     __m512i sum = _mm512_setzero_si512();
     for (size_t q = 0; q < p.kd; ++q) {
       __m512i d = _mm512_setzero_si512();
-      for (size_t i = 0; i < 4 && 4 * q + i < p.k; ++i) {
-        const __m512i v = cur.next(s);
-        sum = _mm512_add_epi32(sum, v);
-        d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_and_si512(v, byte), static_cast<unsigned>(8 * i)));
+      if constexpr (Src::kQuads) {
+        d = cur.next_quads();
+        sum = _mm512_dpbusd_epi32(sum, ones, d);  // the four signed bytes' sum
+      } else {
+        for (size_t i = 0; i < 4 && 4 * q + i < p.k; ++i) {
+          const __m512i v = cur.next(s);
+          sum = _mm512_add_epi32(sum, v);
+          d = _mm512_or_si512(d, _mm512_maskz_slli_epi32(0xFFFF, _mm512_and_si512(v, byte), static_cast<unsigned>(8 * i)));
+        }
       }
       _mm512_mask_storeu_epi32(grp + q * np, m, d);
     }
