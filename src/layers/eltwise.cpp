@@ -74,10 +74,8 @@ class Eltwise final : public Layer {
   bool set_int8_maps(const std::vector<float>& in_scales, float out_scale, bool dry_run) override {
     if (!i8_candidate_ || in_scales.size() != 2) return false;
     if (dry_run) return true;
-    for (int i = 0; i < 2; ++i) i8_.in_dequant[i] = in_scales[i] > 0.f ? 1.f / in_scales[i] : 0.f;
-    i8_.out_scale = out_scale;
-    i8_maps_ = in_scales[0] > 0.f || in_scales[1] > 0.f || out_scale > 0.f;
-    if (i8_maps_) kernel_name = i8_.reference ? nullptr : kernels::i8_map_kernel().name;
+    i8_maps_ = i8_.set(in_scales, out_scale);
+    if (i8_maps_) kernel_name = i8_.kernel_name();
     return true;
   }
   bool computes_int8() const override { return i8_candidate_; }

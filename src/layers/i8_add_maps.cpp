@@ -9,6 +9,14 @@
 
 namespace kestrel::layer_util {
 
+bool I8AddMaps::set(const std::vector<float>& in_scales, float out) {
+  for (int i = 0; i < 2; ++i) in_dequant[i] = in_scales[i] > 0.f ? 1.f / in_scales[i] : 0.f;
+  out_scale = out;
+  return in_scales[0] > 0.f || in_scales[1] > 0.f || out > 0.f;
+}
+
+const char* I8AddMaps::kernel_name() const { return reference ? nullptr : kernels::i8_map_kernel().name; }
+
 void run_i8_add(const I8AddMaps& maps, const Mat& a, const Mat& b, Mat& out, const ActivationSpec& act,
                 int num_threads) {
   const int planes = plane_count(out);

@@ -2,6 +2,8 @@
 // Add and Eltwise Sum of two maps of one shape at Precision::kInt8, re-targeted to int8
 // maps (Layer::set_int8_maps).
 #pragma once
+#include <vector>
+
 #include "kestrel/mat.h"
 #include "layers/activation.h"
 
@@ -13,6 +15,11 @@ struct I8AddMaps {
   float in_dequant[2] = {0.f, 0.f};
   float out_scale = 0.f;
   bool reference = false;  // the reference kernel set's add
+
+  // Takes set_int8_maps' scales (two inputs; 0: an fp32 map); true if some map is int8.
+  bool set(const std::vector<float>& in_scales, float out);
+  // The kernel a re-targeted layer runs: the map kernel's name, or nullptr (the oracle).
+  const char* kernel_name() const;
 };
 
 // out = act(a + b), planes cut into kElementwiseChunk pieces, one per iteration (so the
