@@ -2,12 +2,13 @@
 //
 //   kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]
 //                    [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]
-//                    [--threads N] [--equalize] [--weights int8|fp32]
+//                    [--threads N] [--equalize] [--weights int8|fp32] [--no-bias-correction]
 //
 // Runs the model in fp32 over the calibration images, pre-processed as its metadata says
 // (a task model as kestrel::Task does; any other as kestrel-run does by default:
 // tools/image_input.h), and writes OUT.kst with each int8 layer's activation scales
-// (converter/quantize/calibrate_model.h), and the weights of its int8 layers as int8
+// (converter/quantize/calibrate_model.h), its int8 layers' biases corrected for the mean
+// error int8 leaves (converter/quantize/bias_correction.h), and their weights as int8
 // (converter/quantize/int8_weights.h; --weights fp32 keeps them fp32). An error writes
 // nothing.
 // Exit: 0 ok, 1 error, 2 bad command line.
@@ -25,6 +26,7 @@
 #include "kestrel_generated.h"
 #include "image_input.h"
 #include "quantize/calibrate_model.h"
+#include "quantize/bias_correction.h"
 #include "quantize/equalize.h"
 #include "quantize/int8_weights.h"
 
@@ -35,7 +37,7 @@ namespace q = kestrel::quantize;
 const char* kUsage =
     "usage: kestrel-quantize MODEL.kst CALIB_IMAGE... -o OUT.kst [--method kl|minmax|percentile]\n"
     "                        [--percentile P] [--keep-fp32 LAYER,...] [--sensitivity] [--keep-below DB]\n"
-    "                        [--threads N] [--equalize] [--weights int8|fp32]\n"
+    "                        [--threads N] [--equalize] [--weights int8|fp32] [--no-bias-correction]\n"
     "--sensitivity prints, for each layer that runs int8, the signal-to-quantization-noise\n"
     "ratio of the network's outputs (dB, over the calibration images) with that layer alone\n"
     "in int8; --keep-below DB keeps every layer under DB in fp32 and calibrates again, and\n"
@@ -45,7 +47,11 @@ const char* kUsage =
     "(scaling the producer's channels up and the depthwise layer's down: the same network).\n"
     "--weights int8 (the default) stores the int8 layers' weights as int8 with a scale per\n"
     "output channel (a quarter of their fp32 bytes; int8 inference is the same, an fp32 run\n"
-    "of OUT.kst reads them dequantized); --weights fp32 keeps them as they are.\n";
+    "of OUT.kst reads them dequantized); --weights fp32 keeps them as they are.\n"
+    "Last, each int8 layer's bias takes off the mean error int8 leaves in its output channels\n"
+    "on the calibration images, layer after layer, where that brings the network's outputs\n"
+    "nearer fp32 (an fp32 run of OUT.kst computes with those biases too);\n"
+    "--no-bias-correction leaves the biases as they are.\n";
 
 // What int8 residual adds may cost the whole network's SQNR before --keep-below keeps
 // them in fp32: a clipped residual stream stays clipped block after block (BlazeFace: 3 dB).
@@ -103,6 +109,7 @@ int main(int argc, char** argv) {
   q::CalibrationOptions opt;
   bool sensitivity = false;
   bool equalize = false;
+  bool bias_correction = true;
   bool int8_weights = true;
   double keep_below_db = 0.0;
   for (int i = 1; i < argc; ++i) {
@@ -141,6 +148,8 @@ int main(int argc, char** argv) {
       int8_weights = v == "int8";
     } else if (a == "--equalize") {
       equalize = true;
+    } else if (a == "--no-bias-correction") {
+      bias_correction = false;
     } else if (a == "--sensitivity") {
       sensitivity = true;
     } else if (a == "--keep-below") {
@@ -252,6 +261,30 @@ int main(int argc, char** argv) {
         report = std::move(report_adds);
       }
     }
+  }
+  if (bias_correction) {
+    std::vector<q::BiasCorrection> corrections;
+    std::string corrected;
+    if (!(s = q::correct_biases(quantized, images.size(), source, opt.threads, &corrected, &corrections)).ok()) {
+      return fail(s.message());
+    }
+    std::printf("\n%-56s %8s %10s %10s %10s %10s %8s\n", "bias correction: layer", "channels", "max shift",
+                "rms shift", "rms output", "int8 step", "SQNR dB");
+    for (const q::BiasCorrection& c : corrections) {
+      if (c.skipped) {
+        std::printf("%-56s %8s\n", c.layer.c_str(), "skipped (no linear part)");
+      } else {
+        std::printf("%-56s %8d %10.4g %10.4g %10.4g %10.4g %8.2f%s\n", c.layer.c_str(), c.channels, c.max_shift,
+                    c.rms_shift, c.rms_output, c.step, c.sqnr_db, c.kept ? "" : "  (not kept)");
+      }
+    }
+    double before = 0.0, after = 0.0;
+    if (!(s = q::int8_sqnr(quantized, quantized, images.size(), source, opt.threads, &before)).ok() ||
+        !(s = q::int8_sqnr(quantized, corrected, images.size(), source, opt.threads, &after)).ok()) {
+      return fail(s.message());
+    }
+    std::printf("whole network in int8: %.2f dB, bias-corrected %.2f dB\n", before, after);
+    quantized = std::move(corrected);
   }
   size_t int8_layers = 0;
   if (int8_weights) {

@@ -153,9 +153,6 @@ Status calibrate(const std::string& model_bytes, size_t count, const InputSource
   return Status::Ok();
 }
 
-namespace {
-
-// The network's outputs for every input, at `opt`.
 Status outputs_of(const std::string& bytes, const Option& opt, size_t count, const InputSource& source,
                   std::vector<std::vector<Mat>>* outs) {
   Net net;
@@ -197,7 +194,6 @@ double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::
   return std::min(kExactSqnrDb, 10.0 * std::log10(signal / noise));
 }
 
-}  // namespace
 
 std::vector<std::string> int8_layers(const fb::Model* model) {
   std::set<std::string> kept;
@@ -240,6 +236,19 @@ Status sensitivity(const std::string& quantized, size_t count, const InputSource
   all.precision = Precision::kInt8;
   if (!(s = outputs_of(quantized, all, count, source, &got)).ok()) return s;
   *whole_db = sqnr_db(ref, got);
+  return Status::Ok();
+}
+
+Status int8_sqnr(const std::string& fp32_model, const std::string& quantized, size_t count, const InputSource& source,
+                 int threads, double* db) {
+  Option base;
+  base.num_threads = threads;
+  Option all = base;
+  all.precision = Precision::kInt8;
+  std::vector<std::vector<Mat>> ref, got;
+  Status s = outputs_of(fp32_model, base, count, source, &ref);
+  if (!s.ok() || !(s = outputs_of(quantized, all, count, source, &got)).ok()) return s;
+  *db = sqnr_db(ref, got);
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kestrel/mat.h"
+#include "kestrel/option.h"
 #include "kestrel/status.h"
 #include "quantize/calibration.h"
 
@@ -73,5 +74,18 @@ constexpr double kExactSqnrDb = 200.0;
 // nullptr), and the whole network at int8 in *whole_db.
 Status sensitivity(const std::string& quantized, size_t count, const InputSource& source, int threads,
                    std::vector<LayerSensitivity>* layers, double* whole_db);
+
+// The network's outputs for every input, at `opt`: (*outs)[input][output].
+Status outputs_of(const std::string& model_bytes, const Option& opt, size_t count, const InputSource& source,
+                  std::vector<std::vector<Mat>>* outs);
+
+// 10 log10(sum ref^2 / sum (ref - got)^2) over every value of outputs_of() results, in
+// dB (kExactSqnrDb where they are equal).
+double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::vector<Mat>>& got);
+
+// The SQNR of `quantized`'s outputs at Precision::kInt8 against `fp32_model`'s at fp32
+// (the same network, before a step such as bias correction changed the quantized one).
+Status int8_sqnr(const std::string& fp32_model, const std::string& quantized, size_t count, const InputSource& source,
+                 int threads, double* db);
 
 }  // namespace kestrel::quantize

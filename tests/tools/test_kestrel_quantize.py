@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """kestrel-quantize end to end on a kestrel-zoo MobileNet v1 (seeded random weights, 64x64
 input): a calibration on synthetic PNGs writes a model that loads and runs, whose report
-lists every int8 blob with a finite positive scale; and each bad input gets exit 1, a
+lists every int8 blob with a finite positive scale and whose biases are corrected where the
+network's SQNR does not fall (--no-bias-correction skips it); and each bad input gets exit 1, a
 message naming it and no output file: an image that does not load, a model already
 calibrated, an unknown --keep-fp32 layer, a missing model. Bad command lines exit 2.
 Needs $KESTREL_QUANTIZE, $KESTREL_RUN and $KESTREL_ZOO."""
@@ -64,6 +65,12 @@ def main():
         check("the report lists int8 blobs, each with a finite positive scale",
               len(rows) > 10 and all(np.isfinite(s) and s > 0 for s in scales), r)
         check("the summary counts them", f"wrote {out}: {len(rows)} blob scales by minmax over 3 images" in r.stdout, r)
+        m = re.search(r"whole network in int8: ([-0-9.]+) dB, bias-corrected ([-0-9.]+) dB", r.stdout)
+        check("biases corrected by default, the network's output SQNR no lower", m and float(m[2]) >= float(m[1]), r)
+        nobc = d / "v1_nobc.kst"
+        r = run(QUANTIZE, model, *images, "-o", nobc, "--method", "minmax", "--no-bias-correction")
+        check("--no-bias-correction: no correction step", r.returncode == 0 and nobc.exists() and
+              "bias-corrected" not in r.stdout, r)
         r = run(RUN, out, images[0])
         check("the calibrated model runs (fp32)", r.returncode == 0, r)
         r = run(RUN, out, images[0], "--precision", "int8")
