@@ -5,9 +5,15 @@ table says which layers stop scaling. Runs wherever kestrel-bench and kestrel-zo
 the 16-core figures in bench/README.md come from the lent x86 machine, with binaries
 built here (`-DKESTREL_STATIC_TOOLS=ON`) and carried there.
 
-  bench/scaling/scaling.py [--bin build] [--threads 1,2,4,8,16] [--loops 50]
-                           [--json OUT.json] [--markdown OUT.md]
+  bench/scaling/scaling.py [--bin build] [--threads 1,2,4,8,16] [--loops 50] [--models a,b]
+                           [--model NAME=FILE.kst ...] [--json OUT.json] [--markdown OUT.md]
   bench/scaling/scaling.py --from-json OUT.json [MORE.json ...] --markdown OUT.md   # format saved runs
+  bench/scaling/scaling.py --from-json OUT.json --per-layer NAME   # each layer's ms and speed-up
+
+--model adds a converted model (ResNet-18, MobileNet v2) beside the zoo's two; --per-layer
+prints, for one model, every layer's median ms at each thread count, its speed-up at the
+most threads, and the time it loses there against a perfect split of its 1-thread time
+(where threads wait, largest first in the summary).
 """
 import argparse
 import datetime
@@ -38,10 +44,15 @@ def cpu_info():
 def run(a):
     binp = pathlib.Path(a.bin).resolve()
     out = {"date": datetime.date.today().isoformat(), "cpu": cpu_info(), "runs": []}
+    extra = dict(m.split("=", 1) for m in a.model)
+    wanted = a.models.split(",") if a.models else MODELS + list(extra)
     with tempfile.TemporaryDirectory() as tmp:
-        for model in MODELS:
-            kst = pathlib.Path(tmp) / f"{model}.kst"
-            subprocess.run([str(binp / "kestrel-zoo"), model, str(kst)], check=True, capture_output=True)
+        for model in wanted:
+            if model in extra:
+                kst = pathlib.Path(extra[model]).resolve()
+            else:
+                kst = pathlib.Path(tmp) / f"{model}.kst"
+                subprocess.run([str(binp / "kestrel-zoo"), model, str(kst)], check=True, capture_output=True)
             for t in [int(x) for x in a.threads.split(",")]:
                 js = pathlib.Path(tmp) / "r.json"
                 subprocess.run([str(binp / "kestrel-bench"), str(kst), "--threads", str(t), "--loops", str(a.loops),
@@ -76,7 +87,7 @@ def markdown(data):
              "light mode + pool, median (min) ms of the timed runs after 5 warm-up runs"
              + (f"; {rounds} rounds, the round with the median median shown, the smallest min of all." if rounds > 1
                 else "."), ""]
-    for model in MODELS:
+    for model in dict.fromkeys(r["model"] for r in data["runs"]):
         runs = [r for r in data["runs"] if r["model"] == model]
         if not runs:
             continue
@@ -102,6 +113,34 @@ def markdown(data):
     return "\n".join(lines) + "\n"
 
 
+def per_layer(data, model):
+    """Each layer's median ms per thread count, its speed-up at the most threads and the
+    ms it loses there against its 1-thread time split perfectly."""
+    runs = sorted((r for r in data["runs"] if r["model"] == model), key=lambda r: r["threads"])
+    if not runs:
+        raise SystemExit(f"no runs of {model}")
+    ts = [r["threads"] for r in runs]
+    top = runs[-1]
+    lines = [f"### {model}: per layer, median ms ({data['cpu']['model']})", "",
+             "| # | layer | kernel | " + " | ".join(f"{t} thr" for t in ts) + f" | speed-up at {ts[-1]} | "
+             f"lost at {ts[-1]} ms |", "|---" * (5 + len(ts)) + "|"]
+    lost_total = 0.0
+    rows = []
+    for i, l in enumerate(runs[0]["layers"]):
+        ms = [r["layers"][i]["median_ms"] if i < len(r["layers"]) else float("nan") for r in runs]
+        lost = ms[-1] - ms[0] * ts[0] / ts[-1]
+        lost_total += lost
+        rows.append((lost, l["name"]))
+        lines.append(f"| {i} | {l['name'][-40:]} | {top['layers'][i].get('kernel', '')} | "
+                     + " | ".join(f"{x:.3f}" for x in ms) + f" | {ms[0] / ms[-1] if ms[-1] else 0:.2f} | {lost:.3f} |")
+    sums = [sum(l["median_ms"] for l in r["layers"]) for r in runs]
+    lines.append("| | sum of layers | | " + " | ".join(f"{x:.2f}" for x in sums) +
+                 f" | {sums[0] / sums[-1]:.2f} | {lost_total:.2f} |")
+    lines += ["", f"Largest losses at {ts[-1]} threads: " +
+              ", ".join(f"{n[-30:]} {x:.3f} ms" for x, n in sorted(rows, reverse=True)[:8]), ""]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build")
@@ -111,11 +150,14 @@ def main():
     ap.add_argument("--from-json", nargs="+", help="format saved runs; several are combined: per model and "
                     "thread count the run with the median median, the smallest min of all")
     ap.add_argument("--markdown")
+    ap.add_argument("--models", help="comma-separated subset (zoo names or --model names)")
+    ap.add_argument("--model", action="append", default=[], help="NAME=FILE.kst, a converted model to add")
+    ap.add_argument("--per-layer", help="print this model's per-layer table instead")
     a = ap.parse_args()
     data = combine([json.loads(pathlib.Path(f).read_text()) for f in a.from_json]) if a.from_json else run(a)
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(data, indent=1))
-    md = markdown(data)
+    md = per_layer(data, a.per_layer) if a.per_layer else markdown(data)
     if a.markdown:
         pathlib.Path(a.markdown).write_text(md)
     print(md)
