@@ -9,28 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "kestrel/model_zoo.h"
 #include "kestrel/net.h"
 #include "kestrel_generated.h"
 #include "quantize/bias_correction.h"
 #include "quantize/calibrate_model.h"
-#include "test_util.h"
+#include "calib_util.h"
 
 namespace q = kestrel::quantize;
 
 namespace {
-
-kestrel::Mat blob_of(const std::string& model, kestrel::Precision p, const kestrel::Mat& in, const std::string& name) {
-  kestrel::Net net;
-  net.option().fuse_layers = false;
-  net.option().precision = p;
-  REQUIRE(net.load(model.data(), model.size()).ok());
-  kestrel::Extractor ex = net.create_extractor();
-  REQUIRE(ex.input("data", in).ok());
-  kestrel::Mat out;
-  REQUIRE(ex.extract(name, out).ok());
-  return out.clone();
-}
 
 std::vector<float> bias_of(const std::string& model, const std::string& layer) {
   const kestrel::fb::Model* m = kestrel::fb::GetModel(model.data());
@@ -70,36 +57,27 @@ std::vector<double> mean_error(const std::vector<kestrel::Mat>& ref, const std::
 
 TEST_SUITE("quantize") {
   TEST_CASE("bias correction: measured shifts off the bias, kept where the network comes nearer fp32") {
-    const std::vector<uint8_t> raw = kestrel::mobilenet_v1({5, 64}).serialize();
-    const std::string bytes(raw.begin(), raw.end());
-    kestrel::Net fp32;
-    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
-    std::vector<kestrel::Mat> inputs;
-    for (uint32_t seed = 1; seed <= 3; ++seed) inputs.push_back(kt::random_input(fp32, "data", seed));
-    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
-      (*in)["data"] = inputs[i];
-      return kestrel::Status::Ok();
-    };
+    const kt::ZooCalibration zoo = kt::zoo_calibration({5, 64}, 3);
     // An uncalibrated model is refused, with no output.
     std::string out;
-    kestrel::Status s = q::correct_biases(bytes, 3, source, 2, &out, nullptr);
+    kestrel::Status s = q::correct_biases(zoo.bytes, 3, zoo.source, 2, &out, nullptr);
     CHECK_FALSE(s.ok());
     CHECK(s.message().find("not calibrated") != std::string::npos);
     CHECK(out.empty());
 
     q::CalibrationOptions opt;
     std::string quantized;
-    REQUIRE(q::calibrate(bytes, 3, source, opt, &quantized, nullptr).ok());
+    REQUIRE(q::calibrate(zoo.bytes, 3, zoo.source, opt, &quantized, nullptr).ok());
     std::vector<q::BiasCorrection> rows;
-    REQUIRE(q::correct_biases(quantized, 3, source, 2, &out, &rows).ok());
+    REQUIRE(q::correct_biases(quantized, 3, zoo.source, 2, &out, &rows).ok());
     REQUIRE(kestrel::fb::GetModel(out.data())->quantization()->bias_corrected());
     // Every int8 layer but the classifier (a head: nothing weighs its errors further).
     const std::vector<std::string> int8 = q::int8_layers(kestrel::fb::GetModel(quantized.data()));
     REQUIRE(rows.size() + 1 == int8.size());
     CHECK(int8.back() == "fc7");
     double before = 0.0, after = 0.0;
-    REQUIRE(q::int8_sqnr(quantized, quantized, 3, source, 2, &before).ok());
-    REQUIRE(q::int8_sqnr(quantized, out, 3, source, 2, &after).ok());
+    REQUIRE(q::int8_sqnr(quantized, quantized, 3, zoo.source, 2, &before).ok());
+    REQUIRE(q::int8_sqnr(quantized, out, 3, zoo.source, 2, &after).ok());
     double last = before;
     int kept = 0;
     for (const q::BiasCorrection& r : rows) {
@@ -127,16 +105,16 @@ TEST_SUITE("quantize") {
     // and little of it is left.
     std::string all;
     std::vector<q::BiasCorrection> all_rows;
-    REQUIRE(q::correct_biases(quantized, 3, source, 2, &all, &all_rows, false).ok());
+    REQUIRE(q::correct_biases(quantized, 3, zoo.source, 2, &all, &all_rows, false).ok());
     REQUIRE(all_rows.size() == rows.size());
     for (const q::BiasCorrection& r : all_rows) CHECK(r.kept);
     const q::BiasCorrection& first = all_rows[0];
     REQUIRE(first.layer == "conv1");
     std::vector<kestrel::Mat> ref, got0, got1;
-    for (const kestrel::Mat& in : inputs) {
-      ref.push_back(blob_of(quantized, kestrel::Precision::kFp32, in, "conv1"));
-      got0.push_back(blob_of(quantized, kestrel::Precision::kInt8, in, "conv1"));
-      got1.push_back(blob_of(all, kestrel::Precision::kInt8, in, "conv1"));
+    for (const kestrel::Mat& in : zoo.inputs) {
+      ref.push_back(kt::blob_of(quantized, in, "conv1"));
+      got0.push_back(kt::blob_of(quantized, in, "conv1", kestrel::Precision::kInt8));
+      got1.push_back(kt::blob_of(all, in, "conv1", kestrel::Precision::kInt8));
     }
     const float range = 127.f * first.step;
     const std::vector<double> e0 = mean_error(ref, got0, 0.f, range);

@@ -14,22 +14,11 @@
 #include "mat_util.h"
 #include "quantize/calibrate_model.h"
 #include "quantize/equalize.h"
-#include "test_util.h"
+#include "calib_util.h"
 
 namespace q = kestrel::quantize;
 
 namespace {
-
-kestrel::Mat blob_of(const std::string& model, const kestrel::Mat& in, const std::string& name) {
-  kestrel::Net net;
-  net.option().fuse_layers = false;
-  REQUIRE(net.load(model.data(), model.size()).ok());
-  kestrel::Extractor ex = net.create_extractor();
-  REQUIRE(ex.input("data", in).ok());
-  kestrel::Mat out;
-  REQUIRE(ex.extract(name, out).ok());
-  return out.clone();
-}
 
 // Each channel's max |x| over `maps`.
 std::vector<float> channel_max(const std::vector<kestrel::Mat>& maps) {
@@ -47,16 +36,10 @@ std::vector<float> channel_max(const std::vector<kestrel::Mat>& maps) {
 
 TEST_SUITE("quantize") {
   TEST_CASE("equalize: the same network, even channel ranges where a depthwise layer reads") {
-    const std::vector<uint8_t> raw = kestrel::mobilenet_v1({5, 64}).serialize();
-    const std::string bytes(raw.begin(), raw.end());
-    kestrel::Net fp32;
-    REQUIRE(fp32.load(bytes.data(), bytes.size()).ok());
-    std::vector<kestrel::Mat> inputs;
-    for (uint32_t seed = 1; seed <= 3; ++seed) inputs.push_back(kt::random_input(fp32, "data", seed));
-    const q::InputSource source = [&](size_t i, std::map<std::string, kestrel::Mat>* in) {
-      (*in)["data"] = inputs[i];
-      return kestrel::Status::Ok();
-    };
+    const kt::ZooCalibration zoo = kt::zoo_calibration({5, 64}, 3);
+    const std::string& bytes = zoo.bytes;
+    const std::vector<kestrel::Mat>& inputs = zoo.inputs;
+    const q::InputSource& source = zoo.source;
     std::string equalized;
     std::vector<q::EqualizedPair> pairs;
     REQUIRE(q::equalize_depthwise_inputs(bytes, 2, source, 2, &equalized, &pairs).ok());
@@ -77,9 +60,9 @@ TEST_SUITE("quantize") {
     for (const q::EqualizedPair& p : pairs) {
       INFO(p.producer);
       const std::vector<float> before =
-          channel_max({blob_of(bytes, inputs[0], p.producer), blob_of(bytes, inputs[1], p.producer)});
+          channel_max({kt::blob_of(bytes, inputs[0], p.producer), kt::blob_of(bytes, inputs[1], p.producer)});
       const std::vector<float> after =
-          channel_max({blob_of(equalized, inputs[0], p.producer), blob_of(equalized, inputs[1], p.producer)});
+          channel_max({kt::blob_of(equalized, inputs[0], p.producer), kt::blob_of(equalized, inputs[1], p.producer)});
       const float top = *std::max_element(before.begin(), before.end());
       float lo = top;
       for (float x : after) {
@@ -89,8 +72,8 @@ TEST_SUITE("quantize") {
       CHECK(top / lo == doctest::Approx(p.spread_after).epsilon(1e-3));
     }
     // The network's function: an input it was not equalized on, through to the last map.
-    const kestrel::Mat want = blob_of(bytes, inputs[2], "conv6/sep");
-    const kestrel::Mat got = blob_of(equalized, inputs[2], "conv6/sep");
+    const kestrel::Mat want = kt::blob_of(bytes, inputs[2], "conv6/sep");
+    const kestrel::Mat got = kt::blob_of(equalized, inputs[2], "conv6/sep");
     const std::vector<float> scale = channel_max({want});
     const float top = *std::max_element(scale.begin(), scale.end());
     REQUIRE(top > 0.f);

@@ -6,7 +6,6 @@
 #include <memory>
 #include <set>
 
-#include "core/half.h"
 #include "kestrel/net.h"
 #include "kestrel_generated.h"
 
@@ -79,16 +78,6 @@ Status accumulate(const Target& t, const Mat& ref, const Mat& got, ChannelError*
   return Status::Ok();
 }
 
-Status feed(const InputSource& source, size_t i, Extractor& ex) {
-  std::map<std::string, Mat> inputs;
-  Status s = source(i, &inputs);
-  if (!s.ok()) return s;
-  for (const auto& [name, m] : inputs) {
-    if (!(s = ex.input(name, m)).ok()) return s.with_context("calibration input " + std::to_string(i));
-  }
-  return Status::Ok();
-}
-
 // The blobs from which a network output is reached without another Convolution or
 // InnerProduct on the way (through reshapes, concats, activations): a head's output. Its
 // mean error does not pass through further weights, and the task reads a few of its
@@ -115,24 +104,6 @@ Option measuring(int threads, Precision p) {
   o.blocked_layout = false;
   o.precision = p;
   return o;
-}
-
-// A bias of n F32 or F16 values as floats, or false.
-bool floats(const fb::WeightT& w, int n, std::vector<float>* v) {
-  v->resize(n);
-  if (w.dtype == fb::DType::F32 && w.data.size() == sizeof(float) * n) {
-    std::memcpy(v->data(), w.data.data(), w.data.size());
-    return true;
-  }
-  if (w.dtype == fb::DType::F16 && w.data.size() == sizeof(uint16_t) * n) {
-    for (int k = 0; k < n; ++k) {
-      uint16_t h;
-      std::memcpy(&h, w.data.data() + 2 * k, sizeof h);
-      (*v)[k] = half_to_float(h);
-    }
-    return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -240,7 +211,7 @@ Status correct_biases(const std::string& quantized, size_t count, const InputSou
     }
     fb::WeightT& bw = *m->weights[layer.weights[1]];
     std::vector<float> bias;
-    if (!floats(bw, t.channels, &bias)) {
+    if (!weight_floats(bw, static_cast<size_t>(t.channels), &bias)) {
       row.skipped = true;
       rows.push_back(row);
       continue;

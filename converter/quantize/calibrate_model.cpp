@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <set>
 
+#include "core/half.h"
 #include "kestrel/net.h"
 #include "kestrel_generated.h"
 
@@ -24,7 +26,8 @@ void for_values(const Mat& m, Fn&& fn) {
   for (int q = 0; q < channels; ++q) fn(m.channel(q), n);
 }
 
-// Calibration input i into `ex`.
+}  // namespace
+
 Status feed(const InputSource& source, size_t i, Extractor& ex) {
   std::map<std::string, Mat> inputs;
   Status s = source(i, &inputs);
@@ -35,7 +38,22 @@ Status feed(const InputSource& source, size_t i, Extractor& ex) {
   return Status::Ok();
 }
 
-}  // namespace
+bool weight_floats(const fb::WeightT& w, size_t count, std::vector<float>* out) {
+  out->resize(count);
+  if (w.dtype == fb::DType::F32 && w.data.size() == count * sizeof(float)) {
+    std::memcpy(out->data(), w.data.data(), w.data.size());
+    return true;
+  }
+  if (w.dtype == fb::DType::F16 && w.data.size() == count * sizeof(uint16_t)) {
+    for (size_t k = 0; k < count; ++k) {
+      uint16_t h;
+      std::memcpy(&h, w.data.data() + 2 * k, sizeof h);
+      (*out)[k] = half_to_float(h);
+    }
+    return true;
+  }
+  return false;
+}
 
 Status pack_checked(const fb::ModelT& model, size_t size_hint, const std::string& what, std::string* bytes) {
   flatbuffers::FlatBufferBuilder fbb(size_hint + 4096);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kestrel/mat.h"
+#include "kestrel/net.h"
 #include "kestrel/option.h"
 #include "kestrel/status.h"
 #include "quantize/calibration.h"
@@ -16,6 +17,7 @@
 namespace kestrel::fb {
 struct Model;
 struct ModelT;
+struct WeightT;
 }
 
 namespace kestrel::quantize {
@@ -38,6 +40,12 @@ struct BlobReport {
 // Calibration input i (0 <= i < count) as input name -> fp32 tensor in the net's
 // input shape. An error names the input (a calibration image that does not load).
 using InputSource = std::function<Status(size_t i, std::map<std::string, Mat>* inputs)>;
+
+// Calibration input i into `ex` (an error names the input).
+Status feed(const InputSource& source, size_t i, Extractor& ex);
+
+// A weight of `count` F32 or F16 values as floats, or false (another type or size).
+bool weight_floats(const fb::WeightT& w, size_t count, std::vector<float>* out);
 
 // `model` serialized into *bytes, which Kestrel's own loader then checks (an error names
 // `what`, and *bytes is left as it was). size_hint: the builder's first allocation.

@@ -9,30 +9,8 @@
 #include "kernels/i8_reference.h"
 #include "kestrel_generated.h"
 #include "quantize/calibrate_model.h"
-#include "core/half.h"
 
 namespace kestrel::quantize {
-namespace {
-
-// The weight's values as floats (F32 or F16), or false.
-bool floats_of(const fb::WeightT& w, size_t count, std::vector<float>* out) {
-  out->resize(count);
-  if (w.dtype == fb::DType::F32 && w.data.size() == count * sizeof(float)) {
-    std::memcpy(out->data(), w.data.data(), w.data.size());
-    return true;
-  }
-  if (w.dtype == fb::DType::F16 && w.data.size() == count * sizeof(uint16_t)) {
-    for (size_t k = 0; k < count; ++k) {
-      uint16_t h;
-      std::memcpy(&h, w.data.data() + 2 * k, sizeof h);
-      (*out)[k] = half_to_float(h);
-    }
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 Status store_int8_weights(const std::string& quantized, std::string* out, std::vector<std::string>* layers) {
   const fb::Model* model = fb::GetModel(quantized.data());
@@ -55,7 +33,7 @@ Status store_int8_weights(const std::string& quantized, std::string* out, std::v
     const size_t rows = static_cast<size_t>(w.shape[0]), n = count / rows;
     if (n == 0 || n * rows != count || n > kernels::kMaxProducts) continue;
     std::vector<float> f;
-    if (!floats_of(w, count, &f)) continue;
+    if (!weight_floats(w, count, &f)) continue;
     std::vector<int8_t> q(count);
     std::vector<float> scales(rows);
     kernels::quantize_rows_i8(f.data(), rows, n, q.data(), scales.data());
