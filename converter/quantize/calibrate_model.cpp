@@ -192,9 +192,13 @@ Status outputs_of(const std::string& bytes, const Option& opt, size_t count, con
 }
 
 double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::vector<Mat>>& got) {
-  double signal = 0.0, noise = 0.0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    for (size_t o = 0; o < ref[i].size(); ++o) {
+  // Per output over every input, then the worst output: outputs in other units (BlazeFace's
+  // box offsets in pixels beside its score logits) would otherwise weigh by their size.
+  const size_t outputs = ref.empty() ? 0 : ref[0].size();
+  double worst = kExactSqnrDb;
+  for (size_t o = 0; o < outputs; ++o) {
+    double signal = 0.0, noise = 0.0;
+    for (size_t i = 0; i < ref.size(); ++i) {
       const Mat& r = ref[i][o];
       const Mat& g = got[i][o];
       const size_t n = static_cast<size_t>(r.w) * r.h * r.d * r.elempack;
@@ -207,11 +211,10 @@ double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::
         }
       }
     }
+    if (noise > 0.0) worst = std::min(worst, 10.0 * std::log10(signal / noise));
   }
-  if (!(noise > 0.0)) return kExactSqnrDb;
-  return std::min(kExactSqnrDb, 10.0 * std::log10(signal / noise));
+  return worst;
 }
-
 
 std::vector<std::string> int8_layers(const fb::Model* model) {
   std::set<std::string> kept;

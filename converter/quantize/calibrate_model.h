@@ -68,8 +68,8 @@ Status calibrate(const std::string& model_bytes, size_t count, const InputSource
 std::vector<std::string> int8_layers(const fb::Model* model);
 
 // How much int8 costs each layer: the signal-to-quantization-noise ratio of the network's
-// outputs (all of them, over every input: 10 log10(sum ref^2 / sum (ref - got)^2), in
-// dB, higher is better; 200 where they are equal) with that layer alone at
+// outputs (sqnr_db: the worst output's, in dB, higher is better; 200 where they are
+// equal) with that layer alone at
 // Precision::kInt8 and the rest fp32. `quantized` is calibrate()'s output.
 struct LayerSensitivity {
   std::string layer;
@@ -87,8 +87,10 @@ Status sensitivity(const std::string& quantized, size_t count, const InputSource
 Status outputs_of(const std::string& model_bytes, const Option& opt, size_t count, const InputSource& source,
                   std::vector<std::vector<Mat>>* outs);
 
-// 10 log10(sum ref^2 / sum (ref - got)^2) over every value of outputs_of() results, in
-// dB (kExactSqnrDb where they are equal).
+// The worst output's 10 log10(sum ref^2 / sum (ref - got)^2) over every input, of
+// outputs_of() results, in dB (kExactSqnrDb where they are equal). Per output, so that
+// outputs in other units count alike: BlazeFace's box offsets, in pixels, outweighed its
+// score logits in one sum (bench/precision/RESULTS_INT8.md).
 double sqnr_db(const std::vector<std::vector<Mat>>& ref, const std::vector<std::vector<Mat>>& got);
 
 // The SQNR of `quantized`'s outputs at Precision::kInt8 against `fp32_model`'s at fp32
